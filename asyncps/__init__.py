@@ -1,0 +1,17 @@
+"""asyncps: synchronous and asynchronous parameter servers, for teaching.
+
+    import asyncps as aps
+    prob = aps.problems.LeastSquares(n=512, dim=10, seed=0)
+    run = aps.simulate(prob, workers=4, policy="async", lr=0.05, steps=300,
+                       compute_times=[1, 1, 1, 4], seed=0)
+    run.trace.pushes[-1].staleness
+"""
+from . import problems
+from .core import (LR_SCHEDULES, POLICIES, Compute, ParameterServer, Pull, Push, Run, Snapshot,
+                   Trace, Wait)
+from .engines import simulate
+from .problems import Problem
+
+__version__ = "0.1.0"
+__all__ = ["simulate", "ParameterServer", "Snapshot", "Trace", "Run", "Pull", "Compute", "Push",
+           "Wait", "Problem", "problems", "POLICIES", "LR_SCHEDULES"]

@@ -1,0 +1,77 @@
+"""Consistency policies and update rules: when may a worker go on, and how is a gradient applied.
+
+    sync   BSP  every worker waits at a barrier; the round's gradients are averaged
+                into one update: one new version per round, every push stale by 0.
+    async  ASP  nobody waits; each push is applied at once: one version per push.
+                A gradient computed on v0 may land on v1, v2, ... (a stale update).
+    ssp    SSP  Stale Synchronous Parallel (Ho et al. 2013): like async, but the
+                fastest worker is never more than `staleness` clocks ahead of the slowest.
+
+A worker's clock counts its pushes. The three policies differ only in how far a
+worker may run ahead (`bound`: 0, infinity, s) and whether a round is averaged.
+"""
+import math
+from dataclasses import dataclass
+
+from . import checks
+
+POLICIES = ("sync", "async", "ssp")
+LR_SCHEDULES = ("constant", "staleness")
+
+
+@dataclass(frozen=True)
+class Policy:
+    name: str
+    bound: float          # how many clocks a worker may run ahead of the slowest
+    averages: bool        # True: gradients of a round are averaged into one update (sync)
+    wait_reason: str      # what a Wait event says when a worker is held back
+
+    def may_start(self, clock, clocks):
+        """May a worker whose clock is `clock` start its next iteration, given all clocks?"""
+        return clock - min(clocks) <= self.bound
+
+
+def make_policy(policy, staleness=None):
+    checks.choice("policy", policy, POLICIES)
+    if policy == "ssp":
+        if staleness is None:
+            raise ValueError("policy='ssp' needs staleness=s, the bound on how many clocks the "
+                             "fastest worker may run ahead of the slowest (an integer >= 0)")
+        s = checks.integer("staleness", staleness, minimum=0)
+        return Policy("ssp", s, averages=False, wait_reason="ssp")
+    if staleness is not None:
+        raise ValueError(f"staleness={staleness!r} is not allowed with policy={policy!r}: "
+                         f"the staleness bound is only used with policy='ssp'")
+    if policy == "sync":
+        return Policy("sync", 0, averages=True, wait_reason="barrier")
+    return Policy("async", math.inf, averages=False, wait_reason="none")
+
+
+class UpdateRule:
+    """SGD with learning rate `lr`, optionally divided by (staleness + 1), optionally with momentum.
+
+    lr_schedule="staleness" is the staleness-aware rate of Zhang et al. (2016):
+    a gradient stale by s versions is applied with lr / (s + 1).
+    """
+
+    def __init__(self, lr, lr_schedule="constant", momentum=0.0):
+        self.lr = checks.real("lr", lr, positive=True)
+        self.lr_schedule = checks.choice("lr_schedule", "constant" if lr_schedule is None else lr_schedule,
+                                         LR_SCHEDULES)
+        self.momentum = checks.real("momentum", momentum, minimum=0.0, below=1.0)
+        self.velocity = None
+
+    def rate(self, staleness):
+        return self.lr / (staleness + 1) if self.lr_schedule == "staleness" else self.lr
+
+    def apply(self, params, grad, staleness):
+        """Update `params` in place with one (possibly stale) gradient."""
+        step = self.rate(staleness) * grad
+        if self.momentum:
+            if self.velocity is None:
+                self.velocity = step.copy()
+            else:
+                self.velocity *= self.momentum
+                self.velocity += step
+            step = self.velocity
+        params -= step

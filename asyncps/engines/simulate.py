@@ -1,0 +1,89 @@
+"""The deterministic simulator: every worker loop driven by one virtual clock.
+
+Worker k needs `compute_times[k]` time units per gradient (times a seeded
+lognormal factor when `jitter` > 0); parameters and gradients each take
+`comm_delay` to travel. Events at the same instant run in a fixed order.
+
+Determinism contract: `simulate` is a pure function of its arguments. The
+same arguments give the same trace and losses, bit for bit; randomness comes
+only from `seed` (one numpy Generator per worker and purpose), never from
+global state.
+"""
+import heapq
+
+import numpy as np
+
+from ..core import checks
+from ..core.server import ParameterServer
+from ..core.trace import Run
+from ..problems.base import Problem
+from .worker import COMPUTE, GATE, SEND, Settings, check_shards, worker_loop, worker_rng
+
+
+def simulate(problem, workers=2, policy="async", staleness=None, lr=0.1, lr_schedule="constant",
+             momentum=0.0, steps=100, compute_times=None, jitter=0.0, comm_delay=0.0,
+             partition="iid", batch_size=None, fetch_every=None, push_every=1, seed=0):
+    """Run a parameter server in virtual time and return its Run (trace, losses, params).
+
+    `steps` counts server versions after v0 (with push_every=None: local steps per worker).
+    """
+    if not isinstance(problem, Problem):
+        raise checks.bad("problem", problem, "an asyncps problem, e.g. aps.problems.Quadratic(...) "
+                         "or aps.problems.from_functions(loss, grad, x0)", TypeError)
+    workers = checks.integer("workers", workers, minimum=1)
+    seed = checks.integer("seed", seed, minimum=0)
+    times = (np.ones(workers) if compute_times is None else
+             checks.vector("compute_times", compute_times, length=workers, minimum=0.0, positive=True))
+    jitter = checks.real("jitter", jitter, minimum=0.0)
+    comm_delay = checks.real("comm_delay", comm_delay, minimum=0.0)
+    settings = Settings(steps=steps, lr=lr, fetch_every=fetch_every, push_every=push_every,
+                        batch_size=batch_size)
+    shards = problem.shards(workers, partition, seed)
+    check_shards(shards, batch_size, problem)
+    server = ParameterServer(problem.x0, workers, policy, staleness, lr, lr_schedule, momentum,
+                             loss=problem.loss, steps=None if push_every is None else steps)
+    server.trace.meta.update(engine="simulate", clock="virtual", compute_times=times.tolist(),
+                             jitter=jitter, comm_delay=comm_delay, partition=partition,
+                             batch_size=batch_size, fetch_every=fetch_every, push_every=push_every,
+                             seed=seed, problem=problem.name)
+
+    now = 0.0
+    clock = lambda: now                                     # noqa: E731
+    copies = [server.params.copy() for _ in range(workers)]   # each worker's local copy
+    timing = [worker_rng(seed, k, 1) for k in range(workers)]
+    loops = [worker_loop(k, server, problem, shards[k], settings, worker_rng(seed, k, 0), clock,
+                         copies)
+             for k in range(workers)]
+    queue, order, parked = [], 0, set()
+
+    def wake(k, at):
+        nonlocal order
+        heapq.heappush(queue, (at, order, k))
+        order += 1
+
+    def advance(k):
+        """Run worker k until it next needs time to pass or must wait."""
+        for need in loops[k]:
+            if need == COMPUTE:
+                factor = timing[k].lognormal(0.0, jitter) if jitter else 1.0
+                return wake(k, now + times[k] * factor)
+            if need == SEND and comm_delay:
+                return wake(k, now + comm_delay)
+            if need == GATE:
+                return parked.add(k)
+
+    for k in range(workers):
+        wake(k, 0.0)
+    with np.errstate(all="ignore"):
+        while queue and not server.done:
+            now, _, k = heapq.heappop(queue)
+            advance(k)
+            for j in sorted(parked):                        # a push may open the barrier / gate
+                if server.may_start(j):
+                    parked.discard(j)
+                    wake(j, now)
+    if parked and not server.done:
+        raise RuntimeError(f"simulation stalled at v{server.version}: workers {sorted(parked)} wait "
+                           f"and nobody can push (please report this as a bug)")
+    return Run(trace=server.trace, params=server.params.copy(), diverged=server.diverged,
+               message=server.message, worker_params=copies)

@@ -1,0 +1,124 @@
+"""The worker loop every engine runs: pull → compute → push.
+
+A worker is a Python generator. It calls the server itself, and *yields* at
+the three places where time passes or it may have to wait:
+
+    GATE     it may not start yet (sync barrier or SSP gate): wait until server.may_start
+    COMPUTE  it has computed a gradient: charge its compute time
+    SEND     parameters or a gradient are on the wire: charge the communication delay
+
+The engine decides what each means: the simulator advances a virtual clock,
+the threads engine sleeps or waits on a condition variable. The loop itself is
+the same everywhere, so every engine has one semantics.
+
+Downpour options (Dean et al. 2012): the worker pushes the sum of its
+gradients every `push_every` local steps and pulls every `fetch_every` steps
+(default: right after each push), applying each gradient to its local copy in
+between. `push_every=None` never pushes: each worker pulls v0 once and its
+local copy drifts away from the others; the server never moves.
+"""
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..core import checks
+from ..core.server import DIVERGENCE_FACTOR
+from ..core.trace import Compute, Wait
+
+GATE, COMPUTE, SEND = "gate", "compute", "send"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How each worker runs; the same for every engine."""
+    steps: int
+    lr: float
+    fetch_every: int | None = None    # None: pull after each push (once, if never pushing)
+    push_every: int | None = 1
+    batch_size: int | None = None
+
+    def __post_init__(self):
+        checks.integer("steps", self.steps, minimum=0)
+        checks.real("lr", self.lr, positive=True)
+        if self.fetch_every is not None:
+            checks.integer("fetch_every", self.fetch_every, minimum=1)
+        if self.push_every is not None:
+            checks.integer("push_every", self.push_every, minimum=1)
+        if self.batch_size is not None:
+            checks.integer("batch_size", self.batch_size, minimum=1)
+
+    def fetch_now(self, step):
+        """Does the worker pull before local step `step`?"""
+        every = self.fetch_every or self.push_every
+        return step == 0 if every is None else step % every == 0
+
+
+def worker_rng(seed, worker, stream):
+    """Each worker's own random streams (0: minibatches and noise, 1: timing), from the run's seed."""
+    return np.random.default_rng([seed, worker, stream])
+
+
+def check_shards(shards, batch_size, problem):
+    if batch_size is None:
+        return
+    if problem.n is None:
+        raise ValueError(f"batch_size={batch_size} is not allowed for {problem.name}: it has no data "
+                         f"to sample minibatches from; use batch_size=None")
+    smallest = min(len(s) for s in shards)
+    if batch_size > smallest:
+        raise ValueError(f"batch_size={batch_size} is not allowed: the smallest shard has {smallest} "
+                         f"examples, so batch_size must be <= {smallest} (or None for the whole shard)")
+
+
+def _blew_up(local, grad, x0):
+    """A non-finite gradient at huge (or non-finite) parameters is divergence, not a bug."""
+    if np.all(np.isfinite(grad)):
+        return False
+    with np.errstate(all="ignore"):
+        return not np.all(np.isfinite(local)) or np.abs(local).max() > DIVERGENCE_FACTOR * (
+            1.0 + np.abs(x0).max())
+
+
+def _finished(server, settings, step):
+    return server.done or (settings.push_every is None and step >= settings.steps)
+
+
+def worker_loop(k, server, problem, shard, settings, rng, clock, copies):
+    """Worker k: pull → compute → push until the server has made `settings.steps` versions.
+
+    copies[k] always holds the worker's local copy of the parameters.
+    """
+    local, base = None, None
+    total = np.zeros_like(server.params)        # gradients summed since the last push
+    step = 0
+    while not _finished(server, settings, step):
+        if not server.may_start(k):              # the barrier (sync) or the SSP gate
+            start = clock()
+            yield GATE
+            server.record(Wait(k, start, clock(), server.policy.wait_reason))
+            if _finished(server, settings, step):
+                return
+        if settings.fetch_now(step):
+            local, base = server.pull(k, clock())
+            copies[k] = local
+            yield SEND                           # the parameters travel to the worker
+        start = clock()
+        batch = shard if settings.batch_size is None else np.sort(
+            rng.choice(shard, size=settings.batch_size, replace=False))
+        grad = problem.gradient(local, batch, rng)
+        if _blew_up(local, grad, problem.x0):
+            server.stop(f"diverged: worker {k}'s local copy grew until its gradient overflowed; "
+                        f"try a smaller lr than {settings.lr:g}")
+            return
+        grad = checks.gradient(grad, local, source=f"{problem.name}'s gradient (worker {k})")
+        yield COMPUTE
+        server.record(Compute(k, start, clock(), base))
+        step += 1
+        local -= settings.lr * grad              # the worker's own copy moves too
+        total += grad
+        if settings.push_every is not None and step % settings.push_every == 0:
+            yield SEND                           # the gradient travels to the server
+            if server.done:
+                return
+            server.push(k, total, base, clock())
+            total[:] = 0.0

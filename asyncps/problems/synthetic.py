@@ -1,0 +1,77 @@
+"""Built-in problems with analytic gradients. Data is generated from a seed, never downloaded."""
+import numpy as np
+
+from ..core import checks
+from .base import Problem
+
+
+class Quadratic(Problem):
+    """f(x) = ½ Σ cᵢ xᵢ², gradient cᵢ xᵢ (exact; `noise` adds seeded Gaussian noise)."""
+    name = "Quadratic"
+
+    def __init__(self, curvature=(1.0,), x0=None, noise=0.0):
+        self.curvature = checks.vector("curvature", curvature, minimum=0.0)
+        super().__init__(np.ones_like(self.curvature) if x0 is None else x0)
+        if self.x0.size != self.curvature.size:
+            raise ValueError(f"x0 has {self.x0.size} entries and curvature {self.curvature.size}: "
+                             f"x0 must have one entry per curvature")
+        self.noise = checks.real("noise", noise, minimum=0.0)
+
+    def loss(self, params):
+        return 0.5 * float(np.dot(self.curvature, params * params))
+
+    def gradient(self, params, indices=None, rng=None):
+        g = self.curvature * params
+        if self.noise:
+            g = g + self.noise * rng.standard_normal(g.shape)
+        return g
+
+
+class LeastSquares(Problem):
+    """f(w) = ½ mean((A w − b)²) on n synthetic examples of dimension `dim`."""
+    name = "LeastSquares"
+
+    def __init__(self, n=512, dim=10, noise=0.1, seed=0):
+        self.n = checks.integer("n", n, minimum=1)
+        dim = checks.integer("dim", dim, minimum=1)
+        noise = checks.real("noise", noise, minimum=0.0)
+        rng = np.random.default_rng([checks.integer("seed", seed, minimum=0), 1])
+        self.A = rng.standard_normal((self.n, dim))
+        self.w_true = rng.standard_normal(dim)
+        self.b = self.A @ self.w_true + noise * rng.standard_normal(self.n)
+        super().__init__(np.zeros(dim))
+
+    def loss(self, params):
+        r = self.A @ params - self.b
+        return 0.5 * float(np.mean(r * r))
+
+    def gradient(self, params, indices=None, rng=None):
+        A, b = (self.A, self.b) if indices is None else (self.A[indices], self.b[indices])
+        return A.T @ (A @ params - b) / len(b)
+
+    def sort_key(self):
+        return self.b
+
+
+class Logistic(Problem):
+    """Logistic regression: mean log-loss of labels y ∈ {0, 1} on n synthetic examples."""
+    name = "Logistic"
+
+    def __init__(self, n=512, dim=10, seed=0):
+        self.n = checks.integer("n", n, minimum=1)
+        dim = checks.integer("dim", dim, minimum=1)
+        rng = np.random.default_rng([checks.integer("seed", seed, minimum=0), 2])
+        self.X = rng.standard_normal((self.n, dim))
+        self.w_true = 2.0 * rng.standard_normal(dim)
+        p = 1.0 / (1.0 + np.exp(-self.X @ self.w_true))
+        self.labels = (rng.random(self.n) < p).astype(int)
+        super().__init__(np.zeros(dim))
+
+    def loss(self, params):
+        z = self.X @ params
+        return float(np.mean(np.logaddexp(0.0, z) - self.labels * z))
+
+    def gradient(self, params, indices=None, rng=None):
+        X, y = (self.X, self.labels) if indices is None else (self.X[indices], self.labels[indices])
+        p = 0.5 * (1.0 + np.tanh(0.5 * (X @ params)))      # sigmoid, without overflow
+        return X.T @ (p - y) / len(y)

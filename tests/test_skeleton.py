@@ -1,0 +1,81 @@
+"""The project's skeleton: two commands, one CI script, dependency lists that agree, a light import."""
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CONDA_NAMES = {"torch": "pytorch"}          # where conda-forge spells a package differently
+
+
+def _pyproject_requirements():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    reqs = project["dependencies"] + project["optional-dependencies"]["test"]
+    parsed = {}
+    for req in reqs:
+        name, spec = re.fullmatch(r"([A-Za-z0-9_.-]+)\s*(.*)", req).groups()
+        parsed[CONDA_NAMES.get(name.lower(), name.lower())] = spec.replace(" ", "")
+    return parsed
+
+
+def _conda_requirements():
+    parsed, in_pip = {}, False
+    text = (ROOT / "environment.yml").read_text()
+    text = text[text.index("dependencies:"):]
+    for line in text.splitlines():
+        if re.match(r"\s*- pip:", line):
+            in_pip = True
+            continue
+        m = re.fullmatch(r"  - ([A-Za-z0-9_.-]+)\s*([<>=!~].*)?", line)
+        if m and not in_pip:
+            parsed[m.group(1).lower()] = (m.group(2) or "").replace(" ", "")
+    parsed.pop("python"), parsed.pop("pip")
+    return parsed
+
+
+def test_environment_yml_lists_the_same_dependencies_as_pyproject():
+    assert _conda_requirements() == _pyproject_requirements()
+
+
+def test_readme_opens_with_the_two_commands():
+    text = (ROOT / "README.md").read_text()
+    commands = re.findall(r"^make (\w+)", text, flags=re.M)
+    assert commands[:2] == ["lab", "test"]
+    first_block = text.split("```")[1].splitlines()[1:]             # drop the fence's language
+    assert [line.split("#")[0].strip() for line in first_block] == ["make lab", "make test"]
+
+
+def test_ci_runs_make_test_and_nothing_else():
+    lines = [line.strip() for line in (ROOT / ".ci/run").read_text().splitlines()
+             if line.strip() and not line.strip().startswith("#")]
+    assert lines[-1] in ("exec make test", "make test")
+    assert all(line.startswith(("set ", "cd ")) for line in lines[:-1])
+    assert "|| true" not in (ROOT / ".ci/run").read_text()
+
+
+def test_makefile_installs_cpu_torch_before_the_package():
+    text = (ROOT / "Makefile").read_text()
+    assert "TORCH  ?= torch==2.13.0" in text
+    recipe = text[text.index("$(STAMP): pyproject.toml"):]
+    assert recipe.index('pip install "$(TORCH)"') < recipe.index('pip install -e ".[test]"')
+
+
+def test_importing_asyncps_imports_numpy_only():
+    code = ("import sys, asyncps; heavy = [m for m in sys.modules if m.split('.')[0] in "
+            "('torch', 'ipywidgets', 'IPython', 'jupyter_core', 'matplotlib')]; print(heavy)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_the_core_imports_nothing_but_numpy_and_itself():
+    for path in (ROOT / "asyncps" / "core").glob("*.py"):
+        imports = re.findall(r"^\s*(?:from|import)\s+([\w.]+)", path.read_text(), flags=re.M)
+        outside = {m for m in imports if not m.startswith(".") and m.split(".")[0] not in
+                   {"numpy", "math", "numbers", "json", "dataclasses", "pathlib", "typing"}}
+        assert not outside, f"{path.name} imports {outside}"
+
+
+def test_course_folders_exist():
+    for folder in ("asyncps", "notebooks", "exercises", "solutions", "tests"):
+        assert (ROOT / folder).is_dir()
