@@ -81,7 +81,10 @@ def simulate(problem, workers=2, policy="async", staleness=None, lr=0.1, lr_sche
             for j in sorted(parked):                        # a push may open the barrier / gate
                 if server.may_start(j):
                     parked.discard(j)
-                    wake(j, now)
+                    if server.done:
+                        advance(j)                          # record its wait; it then stops
+                    else:
+                        wake(j, now)
     if parked and not server.done:
         raise RuntimeError(f"simulation stalled at v{server.version}: workers {sorted(parked)} wait "
                            f"and nobody can push (please report this as a bug)")

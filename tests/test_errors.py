@@ -1,0 +1,107 @@
+"""Bad input gets a ValueError or TypeError naming the argument and the value — never a silent run."""
+import numpy as np
+import pytest
+
+import asyncps as aps
+
+QUAD = aps.problems.Quadratic(curvature=[1.0], x0=[1.0])
+LSQ = aps.problems.LeastSquares(n=64, dim=3, seed=0)
+
+BAD = [  # (arguments, error type, text the message must contain)
+    (dict(policy="hogwild"), ValueError, "policy='hogwild'"),
+    (dict(policy=3), TypeError, "policy=3"),
+    (dict(workers=0), ValueError, "workers=0"),
+    (dict(workers=2.5), TypeError, "workers=2.5"),
+    (dict(workers="4"), TypeError, "workers='4'"),
+    (dict(workers=True), TypeError, "workers=True"),
+    (dict(workers=3, compute_times=[1, 1]), ValueError, "compute_times"),
+    (dict(workers=2, compute_times=[1, 0]), ValueError, "compute_times"),
+    (dict(workers=2, compute_times=[1, -2]), ValueError, "compute_times"),
+    (dict(workers=2, compute_times=[1, float("nan")]), ValueError, "compute_times"),
+    (dict(workers=2, compute_times="fast"), TypeError, "compute_times"),
+    (dict(lr=0), ValueError, "lr=0"),
+    (dict(lr=-0.1), ValueError, "lr=-0.1"),
+    (dict(lr=float("nan")), ValueError, "lr=nan"),
+    (dict(lr="0.1"), TypeError, "lr='0.1'"),
+    (dict(policy="ssp"), ValueError, "staleness"),
+    (dict(policy="ssp", staleness=-1), ValueError, "staleness=-1"),
+    (dict(policy="ssp", staleness=1.5), TypeError, "staleness=1.5"),
+    (dict(policy="async", staleness=2), ValueError, "staleness=2"),
+    (dict(steps=-1), ValueError, "steps=-1"),
+    (dict(steps=10.0), TypeError, "steps=10.0"),
+    (dict(lr_schedule="cosine"), ValueError, "lr_schedule='cosine'"),
+    (dict(momentum=1.0), ValueError, "momentum=1.0"),
+    (dict(jitter=-1), ValueError, "jitter=-1"),
+    (dict(comm_delay=float("inf")), ValueError, "comm_delay=inf"),
+    (dict(seed=-3), ValueError, "seed=-3"),
+    (dict(fetch_every=0), ValueError, "fetch_every=0"),
+    (dict(push_every=0), ValueError, "push_every=0"),
+    (dict(partition="random"), ValueError, "partition='random'"),
+]
+
+
+@pytest.mark.parametrize("kwargs, error, text", BAD, ids=[str(b[0]) for b in BAD])
+def test_bad_argument_names_itself(kwargs, error, text):
+    with pytest.raises(error) as info:
+        aps.simulate(LSQ, **kwargs)
+    assert text in str(info.value)
+    assert "allowed" in str(info.value) or "needs" in str(info.value)
+
+
+def test_problem_must_be_a_problem():
+    with pytest.raises(TypeError, match="problem="):
+        aps.simulate(lambda x: x, workers=2)
+
+
+def test_batch_size_larger_than_a_shard_or_without_data():
+    with pytest.raises(ValueError, match="batch_size=40"):
+        aps.simulate(LSQ, workers=2, batch_size=40)
+    with pytest.raises(ValueError, match="batch_size=4"):
+        aps.simulate(QUAD, workers=2, batch_size=4)
+    with pytest.raises(ValueError, match="partition='sorted'"):
+        aps.simulate(QUAD, workers=2, partition="sorted")
+    with pytest.raises(ValueError, match="partition='by_label'"):
+        aps.simulate(LSQ, workers=2, partition="by_label")
+    with pytest.raises(ValueError, match="workers=65"):
+        aps.simulate(LSQ, workers=65)
+
+
+def test_a_gradient_of_the_wrong_shape_from_user_code():
+    prob = aps.problems.from_functions(lambda x: 0.0, lambda x: np.zeros(3), x0=[0.0, 0.0])
+    with pytest.raises(ValueError, match=r"shape \(3,\).*\(2,\)"):
+        aps.simulate(prob, workers=2, steps=5)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_a_non_finite_gradient_from_user_code(bad):
+    prob = aps.problems.from_functions(lambda x: 0.0, lambda x: np.array([bad]), x0=[0.0])
+    with pytest.raises(ValueError, match="NaN or inf"):
+        aps.simulate(prob, workers=2, steps=5)
+
+
+def test_from_functions_checks_its_arguments():
+    with pytest.raises(TypeError, match="loss="):
+        aps.problems.from_functions(None, lambda x: x, x0=[0.0])
+    with pytest.raises(TypeError, match="grad="):
+        aps.problems.from_functions(lambda x: 0.0, 3, x0=[0.0])
+    with pytest.raises(ValueError, match="x0="):
+        aps.problems.from_functions(lambda x: 0.0, lambda x: x, x0=[])
+    with pytest.raises(ValueError, match="x0="):
+        aps.problems.from_functions(lambda x: 0.0, lambda x: x, x0=[np.nan])
+
+
+def test_a_loss_that_is_not_a_number():
+    prob = aps.problems.from_functions(lambda x: "low", lambda x: x, x0=[1.0])
+    with pytest.raises(TypeError, match="loss returned 'low'"):
+        aps.simulate(prob, workers=1, steps=3)
+
+
+def test_problem_constructors_check_their_arguments():
+    with pytest.raises(ValueError, match="x0 has 2 entries"):
+        aps.problems.Quadratic(curvature=[1.0], x0=[1.0, 2.0])
+    with pytest.raises(ValueError, match="curvature"):
+        aps.problems.Quadratic(curvature=[-1.0])
+    with pytest.raises(ValueError, match="n=0"):
+        aps.problems.LeastSquares(n=0)
+    with pytest.raises(TypeError, match="dim=2.5"):
+        aps.problems.Logistic(dim=2.5)
