@@ -7,11 +7,11 @@
     run.trace.pushes[-1].staleness
 """
 from . import problems
-from .core import (LR_SCHEDULES, POLICIES, Compute, ParameterServer, Pull, Push, Run, Snapshot,
-                   Trace, Wait)
-from .engines import simulate
+from .core import (LR_SCHEDULES, POLICIES, Compute, Lost, ParameterServer, Pull, Push, Run,
+                   Snapshot, Trace, Wait, load_run)
+from .engines import ENGINES, simulate, train
 from .problems import Problem
 
 __version__ = "0.1.0"
-__all__ = ["simulate", "ParameterServer", "Snapshot", "Trace", "Run", "Pull", "Compute", "Push",
+__all__ = ["simulate", "train", "load_run", "ENGINES", "Lost", "ParameterServer", "Snapshot", "Trace", "Run", "Pull", "Compute", "Push",
            "Wait", "Problem", "problems", "POLICIES", "LR_SCHEDULES"]

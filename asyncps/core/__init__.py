@@ -1,4 +1,5 @@
 """The core: numpy only. No threads, no Jupyter, no torch."""
 from .policies import LR_SCHEDULES, POLICIES, Policy, UpdateRule, make_policy
 from .server import ParameterServer, Snapshot
-from .trace import Compute, Pull, Push, Run, Trace, Wait
+from .checkpoint import load_run, save_run
+from .trace import Compute, Lost, Pull, Push, Run, Trace, Wait

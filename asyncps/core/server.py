@@ -18,7 +18,7 @@ import numpy as np
 
 from . import checks
 from .policies import UpdateRule, make_policy
-from .trace import Pull, Push, Trace
+from .trace import Lost, Pull, Push, Trace
 
 # A run diverges when its loss stops being finite or grows this much past the start.
 DIVERGENCE_FACTOR = 1e10
@@ -31,11 +31,14 @@ class Snapshot(NamedTuple):
 
 class ParameterServer:
     def __init__(self, x0, workers=1, policy="async", staleness=None, lr=0.1,
-                 lr_schedule="constant", momentum=0.0, loss=None, steps=None):
+                 lr_schedule="constant", momentum=0.0, loss=None, steps=None, storage=None):
         self.workers = checks.integer("workers", workers, minimum=1)
         self.policy = make_policy(policy, staleness)
         self.rule = UpdateRule(lr, lr_schedule, momentum)
-        self.params = checks.vector("x0", x0).copy()
+        x0 = checks.vector("x0", x0)
+        # `storage` lets an engine keep the parameters somewhere of its choosing (shared memory)
+        self.params = x0.copy() if storage is None else storage
+        self.params[:] = x0
         self.steps = None if steps is None else checks.integer("steps", steps, minimum=0)
         self.version = 0
         self.clocks = [0] * self.workers          # pushes per worker: the SSP/BSP clock
@@ -44,19 +47,29 @@ class ParameterServer:
         self._round_sum = np.zeros_like(self.params)
         self.diverged = False
         self.message = ""
+        self.on_version = None                    # engines may hook a checkpoint here
         self.trace = Trace(meta={"workers": self.workers, "policy": self.policy.name,
                                  "staleness": staleness, "lr": self.rule.lr,
                                  "lr_schedule": self.rule.lr_schedule, "momentum": self.rule.momentum})
         self._record_loss()
 
     # -- the two calls a worker makes ---------------------------------------
-    def pull(self, worker, time=0.0):
-        """A copy of the parameters and the version they are."""
+    def pull(self, worker, time=0.0, out=None):
+        """A copy of the parameters (into `out` when given) and the version they are."""
         self.trace.record(Pull(worker, self.version, time))
-        return Snapshot(self.params.copy(), self.version)
+        if out is None:
+            return Snapshot(self.params.copy(), self.version)
+        out[:] = self.params
+        return Snapshot(out, self.version)
 
     def push(self, worker, grad, computed_on, time=0.0):
-        """Apply a gradient computed on version `computed_on` to the current version."""
+        """Apply a gradient computed on version `computed_on` to the current version.
+
+        Once the run is done (`steps` versions made, or diverged) a late push is
+        dropped and None is returned: it was still in flight when the run ended.
+        """
+        if self.done:
+            return None
         grad = checks.gradient(grad, self.params, source=f"worker {worker}'s push")
         if not 0 <= computed_on <= self.version:
             raise ValueError(f"computed_on={computed_on} is not allowed: it must be a version the "
@@ -70,7 +83,7 @@ class ParameterServer:
                                    f"under policy='sync' it must wait at the barrier")
             self._round[worker] = computed_on
             self._round_sum += grad
-            if len(self._round) == self.workers:          # the barrier opens
+            if len(self._round) == self.workers:             # the barrier opens
                 self.rule.apply(self.params, self._round_sum / self.workers, 0)
                 self._round.clear()
                 self._round_sum[:] = 0.0
@@ -83,7 +96,8 @@ class ParameterServer:
     # -- what engines ask ---------------------------------------------------
     def may_start(self, worker):
         """Barrier / SSP gate: may this worker start its next iteration now?"""
-        return self.done or self.policy.may_start(self.clocks[worker], self.clocks)
+        live = [c for c in self.clocks if c is not None]
+        return self.done or self.policy.may_start(self.clocks[worker], live)
 
     @property
     def done(self):
@@ -97,10 +111,42 @@ class ParameterServer:
         """End the run as diverged, with a message for the learner."""
         self.diverged, self.message = True, message
 
+    def lose(self, worker, time, reason):
+        """A real worker died. Async goes on without it; sync and ssp cannot (its clock is stuck)."""
+        self.trace.record(Lost(worker, time, reason))
+        if self.policy.name != "async":
+            raise RuntimeError(f"worker {worker} was lost ({reason}) at v{self.version}: "
+                               f"policy={self.policy.name!r} waits for every worker, so the run "
+                               f"cannot go on; use policy='async' to tolerate lost workers")
+        self.clocks[worker] = None
+
+    # -- checkpoints --------------------------------------------------------
+    def state(self):
+        """What a checkpoint keeps besides the trace: clocks and the momentum buffer."""
+        velocity = self.rule.velocity
+        return {"version": self.version, "clocks": list(self.clocks),
+                "velocity": None if velocity is None else velocity.copy()}
+
+    def restore(self, run):
+        """Continue from a saved Run: its parameters, version, clocks, losses and trace."""
+        state = run.server_state
+        if run.params.shape != self.params.shape or len(state["clocks"]) != self.workers:
+            raise ValueError(f"resume: the checkpoint has {run.params.size} parameters and "
+                             f"{len(state['clocks'])} workers; this run has {self.params.size} and "
+                             f"{self.workers}")
+        self.params[:] = run.params
+        self.version = int(state["version"])
+        self.clocks = [0 if c is None else int(c) for c in state["clocks"]]
+        self.rule.velocity = None if state["velocity"] is None else np.array(state["velocity"])
+        self.trace.events = list(run.trace.events)
+        self.trace.losses = list(run.trace.losses)
+
     # -- bookkeeping --------------------------------------------------------
     def _new_version(self):
         self.version += 1
         self._record_loss()
+        if self.on_version is not None:
+            self.on_version(self)
 
     def _record_loss(self):
         if self._loss is None:

@@ -7,6 +7,7 @@ A parameter server run is a sequence of four kinds of events:
     Push(worker, computed_on, applied_to, staleness, time)
                                                       the server applies it to its current version
     Wait(worker, start, end, reason)                  it sits at the barrier or the SSP gate
+    Lost(worker, time, reason)                        a real worker died; the run went on without it
 
 plus the loss of each server version: ``losses[v]`` is the loss at version v.
 ``staleness = applied_to - computed_on``: a gradient computed on v0 and applied
@@ -60,7 +61,15 @@ class Wait:
     kind: ClassVar[str] = "wait"
 
 
-EVENT_TYPES = {cls.kind: cls for cls in (Pull, Compute, Push, Wait)}
+@dataclass(frozen=True)
+class Lost:
+    worker: int
+    time: float
+    reason: str          # e.g. "killed by signal 9"
+    kind: ClassVar[str] = "lost"
+
+
+EVENT_TYPES = {cls.kind: cls for cls in (Pull, Compute, Push, Wait, Lost)}
 
 
 @dataclass
@@ -93,6 +102,10 @@ class Trace:
     @property
     def waits(self):
         return self.of_kind("wait")
+
+    @property
+    def lost(self):
+        return self.of_kind("lost")
 
     @property
     def workers(self):
@@ -192,10 +205,16 @@ class Run:
     diverged: bool = False
     message: str = ""
     worker_params: list = field(default_factory=list)   # each worker's local copy at the end
+    server_state: dict = field(default_factory=dict)    # version, clocks, momentum: for resume
 
     @property
     def losses(self):
         return self.trace.losses
+
+    def save(self, path):
+        """Write the run to `path` (.npz) atomically: a crash mid-save keeps the previous file."""
+        from .checkpoint import save_run
+        save_run(self, path)
 
     def __repr__(self):
         s = self.trace.summary()

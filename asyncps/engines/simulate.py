@@ -14,10 +14,8 @@ import heapq
 import numpy as np
 
 from ..core import checks
-from ..core.server import ParameterServer
 from ..core.trace import Run
-from ..problems.base import Problem
-from .worker import COMPUTE, GATE, SEND, Settings, check_shards, worker_loop, worker_rng
+from .worker import COMPUTE, GATE, SEND, prepare, worker_loop, worker_rng
 
 
 def simulate(problem, workers=2, policy="async", staleness=None, lr=0.1, lr_schedule="constant",
@@ -27,25 +25,16 @@ def simulate(problem, workers=2, policy="async", staleness=None, lr=0.1, lr_sche
 
     `steps` counts server versions after v0 (with push_every=None: local steps per worker).
     """
-    if not isinstance(problem, Problem):
-        raise checks.bad("problem", problem, "an asyncps problem, e.g. aps.problems.Quadratic(...) "
-                         "or aps.problems.from_functions(loss, grad, x0)", TypeError)
-    workers = checks.integer("workers", workers, minimum=1)
-    seed = checks.integer("seed", seed, minimum=0)
+    server, settings, shards = prepare(problem, workers, policy, staleness, lr, lr_schedule,
+                                       momentum, steps, partition, batch_size, fetch_every,
+                                       push_every, seed)
+    workers = server.workers
     times = (np.ones(workers) if compute_times is None else
              checks.vector("compute_times", compute_times, length=workers, minimum=0.0, positive=True))
     jitter = checks.real("jitter", jitter, minimum=0.0)
     comm_delay = checks.real("comm_delay", comm_delay, minimum=0.0)
-    settings = Settings(steps=steps, lr=lr, fetch_every=fetch_every, push_every=push_every,
-                        batch_size=batch_size)
-    shards = problem.shards(workers, partition, seed)
-    check_shards(shards, batch_size, problem)
-    server = ParameterServer(problem.x0, workers, policy, staleness, lr, lr_schedule, momentum,
-                             loss=problem.loss, steps=None if push_every is None else steps)
     server.trace.meta.update(engine="simulate", clock="virtual", compute_times=times.tolist(),
-                             jitter=jitter, comm_delay=comm_delay, partition=partition,
-                             batch_size=batch_size, fetch_every=fetch_every, push_every=push_every,
-                             seed=seed, problem=problem.name)
+                             jitter=jitter, comm_delay=comm_delay)
 
     now = 0.0
     clock = lambda: now                                     # noqa: E731
@@ -89,4 +78,5 @@ def simulate(problem, workers=2, policy="async", staleness=None, lr=0.1, lr_sche
         raise RuntimeError(f"simulation stalled at v{server.version}: workers {sorted(parked)} wait "
                            f"and nobody can push (please report this as a bug)")
     return Run(trace=server.trace, params=server.params.copy(), diverged=server.diverged,
-               message=server.message, worker_params=copies)
+               message=server.message, worker_params=copies,
+               server_state=server.state())

@@ -22,8 +22,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..core import checks
-from ..core.server import DIVERGENCE_FACTOR
+from ..core.server import DIVERGENCE_FACTOR, ParameterServer
 from ..core.trace import Compute, Wait
+from ..problems.base import Problem
 
 GATE, COMPUTE, SEND = "gate", "compute", "send"
 
@@ -56,6 +57,26 @@ class Settings:
 def worker_rng(seed, worker, stream):
     """Each worker's own random streams (0: minibatches and noise, 1: timing), from the run's seed."""
     return np.random.default_rng([seed, worker, stream])
+
+
+def prepare(problem, workers, policy, staleness, lr, lr_schedule, momentum, steps, partition,
+            batch_size, fetch_every, push_every, seed, storage=None):
+    """What every engine does first: check the arguments, split the data, make the server."""
+    if not isinstance(problem, Problem):
+        raise checks.bad("problem", problem, "an asyncps problem, e.g. aps.problems.Quadratic(...) "
+                         "or aps.problems.from_functions(loss, grad, x0)", TypeError)
+    workers = checks.integer("workers", workers, minimum=1)
+    seed = checks.integer("seed", seed, minimum=0)
+    settings = Settings(steps=steps, lr=lr, fetch_every=fetch_every, push_every=push_every,
+                        batch_size=batch_size)
+    shards = problem.shards(workers, partition, seed)
+    check_shards(shards, batch_size, problem)
+    server = ParameterServer(problem.x0, workers, policy, staleness, lr, lr_schedule, momentum,
+                             loss=problem.loss, steps=None if push_every is None else steps,
+                             storage=storage)
+    server.trace.meta.update(partition=partition, batch_size=batch_size, fetch_every=fetch_every,
+                             push_every=push_every, seed=seed, problem=problem.name)
+    return server, settings, shards
 
 
 def check_shards(shards, batch_size, problem):

@@ -36,6 +36,13 @@ class Problem:
     def gradient(self, params, indices=None, rng=None):
         raise NotImplementedError
 
+    def on_device(self, device):
+        """This problem with its gradient computed on `device` ("cpu", "cuda:0", ...)."""
+        if device == "cpu":
+            return self
+        raise ValueError(f"device={device!r} is not allowed for {self.name}: it computes with numpy "
+                         f"on the CPU; only torch problems (aps.problems.MLP) run on a GPU")
+
     def sort_key(self):
         """What partition="sorted" sorts the examples by (labels, or the regression target)."""
         return self.labels

@@ -1,9 +1,12 @@
 """A small torch MLP on a synthetic classification set (Gaussian blobs, one per class).
 
 The parameters are one flat numpy vector, like every other problem, so the
-server stays numpy-only; torch computes the loss and the gradient. torch is
-imported when an MLP is made, not when asyncps is imported.
+server stays numpy-only; torch computes the loss and the gradient, on the CPU
+or on a GPU (`on_device("cuda:0")`). torch is imported when an MLP is made,
+not when asyncps is imported.
 """
+import copy
+
 import numpy as np
 
 from ..core import checks
@@ -13,6 +16,7 @@ from .base import Problem
 class MLP(Problem):
     """One hidden layer (tanh) MLP with softmax cross-entropy: dim → hidden → classes."""
     name = "MLP"
+    device = "cpu"
 
     def __init__(self, n=1024, dim=16, hidden=32, classes=4, seed=0):
         import torch  # noqa: F401  (fails here, with torch's message, if torch is missing)
@@ -27,20 +31,34 @@ class MLP(Problem):
         x0 = np.concatenate([rng.standard_normal(dim * hidden) / np.sqrt(dim), np.zeros(hidden),
                              rng.standard_normal(hidden * classes) / np.sqrt(hidden), np.zeros(classes)])
         super().__init__(x0)
+        self._tensors = None
+
+    def on_device(self, device):
+        moved = copy.copy(self)
+        moved.device, moved._tensors = str(device), None
+        return moved
+
+    def __getstate__(self):                     # the torch tensors are rebuilt where it is unpickled
+        return {**self.__dict__, "_tensors": None}
+
+    def _data(self):
+        import torch
+
+        if self._tensors is None:
+            self._tensors = (torch.from_numpy(self.X).to(self.device),
+                             torch.from_numpy(self.labels).to(self.device))
+        return self._tensors
 
     def _forward(self, params, indices):
         import torch
 
-        idx = slice(None) if indices is None else indices
-        X = torch.from_numpy(self.X[idx])
-        y = torch.from_numpy(self.labels[idx])
-        flat = torch.from_numpy(np.array(params, dtype=float)).requires_grad_(True)
-        parts, start = [], 0
-        for shape in self.shapes:
-            size = int(np.prod(shape))
-            parts.append(flat[start:start + size].view(shape))
-            start += size
-        W1, b1, W2, b2 = parts
+        X, y = self._data()
+        if indices is not None:
+            idx = torch.from_numpy(np.asarray(indices)).to(self.device)
+            X, y = X[idx], y[idx]
+        flat = torch.from_numpy(np.array(params, dtype=float)).to(self.device).requires_grad_(True)
+        parts = torch.split(flat, [int(np.prod(s)) for s in self.shapes])
+        W1, b1, W2, b2 = (part.view(shape) for part, shape in zip(parts, self.shapes))
         logits = torch.tanh(X @ W1 + b1) @ W2 + b2
         return flat, torch.nn.functional.cross_entropy(logits, y)
 
@@ -53,7 +71,7 @@ class MLP(Problem):
     def gradient(self, params, indices=None, rng=None):
         flat, loss = self._forward(params, indices)
         loss.backward()
-        return flat.grad.numpy()
+        return flat.grad.cpu().numpy()          # the gradient travels to the server's device (CPU)
 
     def accuracy(self, params):
         """Fraction of examples classified right (numpy only)."""

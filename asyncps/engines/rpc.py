@@ -1,0 +1,300 @@
+"""The rpc engine: the parameter server on rank 0 of a torch.distributed.rpc world (TensorPipe).
+
+Rank 0 ("ps") holds the one ParameterServer; ranks 1..N are workers that call
+it remotely: `pull` returns the parameters as a tensor and the version,
+`push` sends a gradient tensor, `gate` blocks in the server until the barrier
+or SSP gate opens. The server applies each push to its current version, so two
+or more workers run truly asynchronously and their pushes are recorded as
+stale — unlike the usual example, where a stale step trips autograd's version
+check (pytorch/examples #780, #842): here a gradient is a plain tensor.
+
+`aps.train(engine="rpc")` starts the whole world on 127.0.0.1 from the caller
+(a notebook too). TensorPipe listens on the loopback interface unless an
+address is named: several machines are joined with torchrun and
+`python -m asyncps.launch` (see README).
+
+Security: torch.distributed.rpc deserialises messages with pickle. Run it only
+on a network you trust; asyncps binds to 127.0.0.1 unless told otherwise.
+"""
+import os
+import socket
+import threading
+import time
+from multiprocessing.connection import wait
+
+from ..core.server import Snapshot
+from .worker import COMPUTE, GATE, worker_loop, worker_rng
+
+LOOPBACK = "127.0.0.1"
+_STATE = {}     # in the server process: the ParameterServer, its condition variable, the bookkeeping
+
+
+# -- what runs on the server (rank 0), called by the workers -------------------------
+def _record(server, events):
+    for event in events:
+        server.record(event)
+
+
+def rpc_pull(k, time, events):
+    import torch
+
+    server, cond = _STATE["server"], _STATE["cond"]
+    with cond:
+        _record(server, events)
+        params, version = server.pull(k, time)
+    return torch.from_numpy(params), version
+
+
+def rpc_push(k, grad, computed_on, time, events):
+    server, cond = _STATE["server"], _STATE["cond"]
+    with cond:
+        _record(server, events)
+        server.push(k, grad.numpy(), computed_on, time)
+        cond.notify_all()                              # a push may open the barrier / SSP gate
+        return server.may_start(k), server.done
+
+
+def rpc_gate(k, events):
+    server, cond = _STATE["server"], _STATE["cond"]
+    with cond:
+        _record(server, events)
+        opened = cond.wait_for(lambda: server.may_start(k) or _STATE["failed"], _STATE["timeout"])
+        if not opened:
+            _STATE["failed"] = TimeoutError(
+                f"worker {k} waited {_STATE['timeout']:g} s at the {server.policy.wait_reason} gate at "
+                f"v{server.version} without progress (clocks {server.clocks})")
+            cond.notify_all()
+        return server.done
+
+
+def rpc_stop(k, message, events):
+    server, cond = _STATE["server"], _STATE["cond"]
+    with cond:
+        _record(server, events)
+        server.stop(message)
+        cond.notify_all()
+
+
+def rpc_done(k, local, events):
+    """A worker is finished. Returns whether everyone can shut down gracefully (nobody was lost)."""
+    server, cond = _STATE["server"], _STATE["cond"]
+    with cond:
+        _record(server, events)
+        _STATE["copies"][k] = local.numpy().copy()
+        _STATE["finished"].add(k)
+        cond.notify_all()
+        return not _STATE["lost"]
+
+
+# -- a worker (rank k + 1) --------------------------------------------------------
+class RemoteServer:
+    """The server as an RPC worker sees it."""
+
+    def __init__(self, worker, policy, shape):
+        import numpy as np
+
+        self.worker, self.policy, self.params = worker, policy, np.zeros(shape)
+        self._events, self._may_start, self._done = [], True, False
+
+    def _call(self, fn, *args):
+        import torch.distributed.rpc as rpc
+
+        events, self._events = self._events, []
+        return rpc.rpc_sync("ps", fn, args=(*args, events))
+
+    @property
+    def done(self):
+        return self._done
+
+    def pull(self, worker, time):
+        params, version = self._call(rpc_pull, worker, time)
+        return Snapshot(params.numpy(), version)
+
+    def push(self, worker, grad, computed_on, time):
+        import torch
+
+        self._may_start, self._done = self._call(rpc_push, worker, torch.from_numpy(grad), computed_on, time)
+
+    def may_start(self, worker):
+        return self._done or self._may_start
+
+    def wait_gate(self, worker):
+        self._done = self._call(rpc_gate, worker)
+        self._may_start = True
+
+    def record(self, event):
+        self._events.append(event)
+
+    def stop(self, message):
+        self._call(rpc_stop, self.worker, message)
+        self._done = True
+
+    def finish(self, worker, local):
+        import torch
+
+        return self._call(rpc_done, worker, torch.from_numpy(local))
+
+
+def _init(name, rank, world, address, port, timeout):
+    import warnings
+
+    import torch.distributed.rpc as rpc
+
+    warnings.filterwarnings("ignore", message="You are using a Backend", category=UserWarning)
+
+    if address in (LOOPBACK, "localhost"):
+        os.environ.setdefault("TP_SOCKET_IFNAME", "lo")      # TensorPipe listens on loopback only
+    options = rpc.TensorPipeRpcBackendOptions(init_method=f"tcp://{address}:{port}",
+                                              rpc_timeout=timeout + 30.0, num_worker_threads=max(16, world + 4))
+    rpc.init_rpc(name, rank=rank, world_size=world, rpc_backend_options=options)
+
+
+def _worker_main(k, payload, shard, settings, seed, slowdown, policy, shape, world, address, port,
+                 timeout, offset, device, conn):
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    from .processes import send_error
+    try:
+        import cloudpickle
+        import torch
+        import torch.distributed.rpc as rpc
+
+        torch.set_num_threads(1)
+        problem = cloudpickle.loads(payload).on_device(device)
+        _init(f"worker{k}", k + 1, world, address, port, timeout)
+        remote, copies = RemoteServer(k, policy, shape), {}
+        start = rpc.rpc_sync("ps", _start_time, args=())      # one clock for the whole world
+        clock = lambda: offset + time.time() - start            # noqa: E731
+        for need in worker_loop(k, remote, problem, shard, settings, worker_rng(seed, k, 0), clock, copies):
+            if need == COMPUTE and slowdown:
+                time.sleep(slowdown)
+            elif need == GATE:
+                remote.wait_gate(k)
+        graceful = remote.finish(k, copies.get(k, remote.params))
+        rpc.shutdown(graceful=graceful)          # graceful: a barrier with everyone still alive
+        conn.send(("done",))
+    except BaseException as err:                                 # noqa: BLE001
+        send_error(conn, err)
+
+
+def _start_time():
+    return _STATE["start"]
+
+
+# -- the server process (rank 0) ------------------------------------------------------
+def _server_main(server_blob, world, address, port, timeout, offset, conn):
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    from .processes import send_error
+    try:
+        import cloudpickle
+        import torch.distributed.rpc as rpc
+
+        server = cloudpickle.loads(server_blob)
+        cond = threading.Condition()
+        _STATE.update(server=server, cond=cond, timeout=timeout, failed=None, copies={},
+                      finished=set(), lost=set(), start=time.time())
+        _init("ps", 0, world, address, port, timeout)
+        workers = world - 1
+        with cond:
+            while len(_STATE["finished"] | _STATE["lost"]) < workers and not _STATE["failed"]:
+                cond.wait(0.05)
+                while conn.poll():                               # the parent saw a worker die
+                    _, k, reason = conn.recv()
+                    _STATE["lost"].add(k)
+                    try:
+                        server.lose(k, offset + time.time() - _STATE["start"], reason)
+                    except RuntimeError as err:
+                        _STATE["failed"] = err
+                    cond.notify_all()
+            if _STATE["failed"]:
+                raise _STATE["failed"]
+        server.on_version = None
+        conn.send(("result", cloudpickle.dumps((server, _STATE["copies"]))))
+        rpc.shutdown(graceful=not _STATE["lost"])
+    except BaseException as err:                                 # noqa: BLE001
+        send_error(conn, err)
+
+
+def free_port(address=LOOPBACK):
+    with socket.socket() as s:
+        s.bind((address, 0))
+        return s.getsockname()[1]
+
+
+def run_rpc(server, problem, settings, shards, seed, slowdown, copies, timeout, devices, offset,
+            address=LOOPBACK, port=None, allow_remote=False):
+    """Start a world of 1 server + N worker processes, run it, and bring the result home."""
+    import cloudpickle
+
+    from .processes import dumps_problem, exit_reason, remote_error, shutdown, worker_context
+
+    if address not in (LOOPBACK, "localhost") and not allow_remote:
+        raise ValueError(f"address={address!r} is not allowed without allow_remote=True: the rpc engine "
+                         f"binds to 127.0.0.1 unless you ask; torch rpc unpickles what it receives, so "
+                         f"only open it on a network you trust")
+    port = free_port() if port is None else port
+    world, ctx = server.workers + 1, worker_context()
+    payload = dumps_problem(problem)
+    checkpoint = server.on_version                 # travels with the server: it saves on rank 0
+    blob = cloudpickle.dumps(server)
+    procs, conns, finished = [], [], False
+    try:
+        ours, theirs = ctx.Pipe()
+        procs.append(ctx.Process(target=_server_main, name="asyncps-ps", daemon=True,
+                                 args=(blob, world, address, port, timeout, offset, theirs)))
+        conns.append(ours)
+        for k in range(server.workers):
+            ours, theirs = ctx.Pipe()
+            procs.append(ctx.Process(
+                target=_worker_main, name=f"asyncps-worker-{k}", daemon=True,
+                args=(k, payload, shards[k], settings, seed, float(slowdown[k]), server.policy,
+                      server.params.shape, world, address, port, timeout, offset, devices[k], theirs)))
+            conns.append(ours)
+        for proc in procs:
+            proc.start()
+        result = _watch(procs, conns, timeout, remote_error, exit_reason)
+        remote, remote_copies = cloudpickle.loads(result)
+        _adopt(server, remote, checkpoint)
+        for k, local in remote_copies.items():
+            copies[k] = local
+        finished = True
+    finally:
+        shutdown(procs, conns, grace=2.0 if finished else 0.0)
+
+
+def _watch(procs, conns, timeout, remote_error, exit_reason):
+    """Wait for the server's result; report dead workers to it; raise any error."""
+    live = set(range(1, len(procs)))
+    while True:
+        handles = {conns[i]: i for i in range(len(procs))}
+        handles.update({procs[i].sentinel: i for i in live | {0}})
+        for handle in wait(list(handles), timeout=0.5):
+            i = handles[handle]
+            if handle is conns[i]:
+                try:
+                    message = conns[i].recv()
+                except (EOFError, OSError):
+                    continue                                     # its sentinel says why
+                if message[0] == "result":
+                    return message[1]
+                if message[0] == "error":
+                    where = "the rpc server (rank 0)" if i == 0 else f"worker {i - 1}"
+                    raise remote_error(where, message[1], message[2])
+                if message[0] == "done":
+                    live.discard(i)
+            elif i == 0:
+                raise RuntimeError(f"the rpc server (rank 0) {exit_reason(procs[0])}")
+            elif i in live and not conns[i].poll():
+                live.discard(i)
+                conns[0].send(("lost", i - 1, exit_reason(procs[i])))
+
+
+def _adopt(server, remote, checkpoint):
+    """Take over the state the server process ended with."""
+    server.params[:] = remote.params
+    for name in ("version", "clocks", "trace", "diverged", "message", "rule"):
+        setattr(server, name, getattr(remote, name))
+    server.on_version = checkpoint
