@@ -55,8 +55,12 @@ class ParameterServer:
 
     # -- the two calls a worker makes ---------------------------------------
     def pull(self, worker, time=0.0, out=None):
-        """A copy of the parameters (into `out` when given) and the version they are."""
-        self.trace.record(Pull(worker, self.version, time))
+        """A copy of the parameters (into `out` when given) and the version they are.
+
+        A pull after the run is done is served but not recorded: the worker is on its way out.
+        """
+        if not self.done:
+            self.trace.record(Pull(worker, self.version, time))
         if out is None:
             return Snapshot(self.params.copy(), self.version)
         out[:] = self.params

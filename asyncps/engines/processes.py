@@ -236,6 +236,7 @@ def _serve(server, procs, conns, views, flags, clock, copies, timeout):
                 conns[k].send(server.pull(k, args[0], out=views[k, 0]).version)
             elif kind == "push":
                 server.push(k, views[k, 1], args[0], args[1])
+                flags[0] = server.done                 # before the reply: nobody starts after the end
                 conns[k].send(server.may_start(k))
             elif kind == "gate":
                 if server.may_start(k):
@@ -244,6 +245,7 @@ def _serve(server, procs, conns, views, flags, clock, copies, timeout):
                     parked.add(k)
             elif kind == "stop":
                 server.stop(args[0])
+                flags[0] = 1
                 conns[k].send(None)
             elif kind == "done":
                 live.discard(k)

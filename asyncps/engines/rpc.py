@@ -269,27 +269,31 @@ def _watch(procs, conns, timeout, remote_error, exit_reason):
     """Wait for the server's result; report dead workers to it; raise any error."""
     live = set(range(1, len(procs)))
     while True:
-        handles = {conns[i]: i for i in range(len(procs))}
-        handles.update({procs[i].sentinel: i for i in live | {0}})
+        watched = live | {0}
+        handles = {conns[i]: i for i in watched}
+        handles.update({procs[i].sentinel: i for i in watched})
         for handle in wait(list(handles), timeout=0.5):
             i = handles[handle]
-            if handle is conns[i]:
+            if i not in live | {0}:
+                continue
+            message = None
+            if conns[i].poll():
                 try:
                     message = conns[i].recv()
                 except (EOFError, OSError):
-                    continue                                     # its sentinel says why
-                if message[0] == "result":
-                    return message[1]
-                if message[0] == "error":
-                    where = "the rpc server (rank 0)" if i == 0 else f"worker {i - 1}"
-                    raise remote_error(where, message[1], message[2])
-                if message[0] == "done":
-                    live.discard(i)
-            elif i == 0:
-                raise RuntimeError(f"the rpc server (rank 0) {exit_reason(procs[0])}")
-            elif i in live and not conns[i].poll():
+                    message = None
+            if message is None:                          # the process died without a word
+                if i == 0:
+                    raise RuntimeError(f"the rpc server (rank 0) {exit_reason(procs[0])}")
                 live.discard(i)
                 conns[0].send(("lost", i - 1, exit_reason(procs[i])))
+            elif message[0] == "result":
+                return message[1]
+            elif message[0] == "error":
+                where = "the rpc server (rank 0)" if i == 0 else f"worker {i - 1}"
+                raise remote_error(where, message[1], message[2])
+            elif message[0] == "done":
+                live.discard(i)
 
 
 def _adopt(server, remote, checkpoint):

@@ -122,6 +122,8 @@ def worker_loop(k, server, problem, shard, settings, rng, clock, copies):
         if settings.fetch_now(step):
             local, base = server.pull(k, clock())
             copies[k] = local
+            if server.done:                      # the run ended while we asked
+                return
             yield SEND                           # the parameters travel to the worker
         start = clock()
         batch = shard if settings.batch_size is None else np.sort(

@@ -1,0 +1,42 @@
+"""Helpers for the engine tests: run one configuration on any engine, and check nothing is left behind."""
+import os
+
+import psutil
+
+import asyncps as aps
+
+ALL = ["simulate", "threads", "processes", "rpc"]
+HELPERS = ("multiprocessing.resource_tracker", "multiprocessing.forkserver")
+
+
+def run_on(engine, problem, **kwargs):
+    """The same run on the simulator or a real engine (slowdown only applies to real ones)."""
+    if engine == "simulate":
+        kwargs.pop("slowdown", None)
+        kwargs.pop("timeout", None)
+        return aps.simulate(problem, **kwargs)
+    return aps.train(problem, engine=engine, **kwargs)
+
+
+def leftover_processes():
+    """Our descendants, except multiprocessing's own long-lived helpers (fork server, resource tracker)."""
+    left = []
+    for child in psutil.Process().children(recursive=True):
+        try:
+            cmd = " ".join(child.cmdline())
+        except psutil.Error:
+            continue
+        if child.status() == psutil.STATUS_ZOMBIE or any(h in cmd for h in HELPERS):
+            continue
+        if any(p.pid == child.pid for p in _helper_children()):
+            continue
+        left.append((child.pid, cmd[:80]))
+    return left
+
+
+def _helper_children():
+    return []
+
+
+def shm_segments():
+    return set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()

@@ -1,0 +1,139 @@
+"""Every engine, the simulator included, keeps the same invariants (tests parametrised by engine)."""
+import numpy as np
+import pytest
+
+import asyncps as aps
+from engines import ALL, leftover_processes, run_on, shm_segments
+
+LSQ = aps.problems.LeastSquares(n=256, dim=8, seed=0)
+REAL = ["threads", "processes", "rpc"]
+
+
+@pytest.fixture(autouse=True)
+def nothing_left_behind():
+    before = shm_segments()
+    yield
+    assert leftover_processes() == []
+    assert shm_segments() <= before
+
+
+def check_invariants(run, policy, workers, steps, bound=None):
+    pushes = run.trace.pushes
+    applied = [p.applied_to for p in pushes]
+    assert applied == sorted(applied), "versions only increase"
+    assert sorted(set(applied)) == list(range(steps)), "one version per applied update"
+    assert len(run.losses) == steps + 1
+    assert all(p.staleness == p.applied_to - p.computed_on >= 0 for p in pushes)
+    if policy == "sync":
+        assert all(p.staleness == 0 for p in pushes) and len(pushes) == workers * steps
+    else:
+        assert len(pushes) == steps
+    if bound is not None:
+        clocks = [0] * workers
+        for e in run.trace.events:
+            if e.kind == "pull":
+                assert clocks[e.worker] - min(clocks) <= bound
+            if e.kind == "push":
+                clocks[e.worker] += 1
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("engine", ALL)
+@pytest.mark.parametrize("policy", ["async", "sync", "ssp"])
+def test_invariants_hold_on_every_engine(engine, policy):
+    bound = 1 if policy == "ssp" else None
+    run = run_on(engine, LSQ, workers=3, policy=policy, staleness=bound, lr=0.05, steps=120,
+                 slowdown=[0.0, 0.001, 0.002])
+    check_invariants(run, policy, 3, 120, bound)
+    assert run.trace.meta["engine"] == engine
+    assert run.losses[-1] < 0.1 * run.losses[0]
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("engine", ALL)
+def test_sync_on_full_shards_is_full_batch_gradient_descent(engine):
+    run = run_on(engine, LSQ, workers=4, policy="sync", lr=0.05, steps=60)
+    one = aps.simulate(LSQ, workers=1, policy="sync", lr=0.05, steps=60)
+    np.testing.assert_allclose(run.params, one.params, rtol=0, atol=1e-12)
+
+
+CONSTANT = aps.problems.from_functions(loss=lambda x: float(np.sum(x)),
+                                       grad=lambda x: np.ones_like(x), x0=[0.0, 0.0, 0.0])
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("engine", ["threads", "processes"])
+def test_no_update_is_lost_under_the_default_lock(engine):
+    lr = 2.0 ** -10                         # exact in binary: the sum of the steps is exact too
+    run = aps.train(CONSTANT, workers=8, policy="async", lr=lr, steps=1200, engine=engine)
+    assert len(run.trace.pushes) == 1200
+    assert np.array_equal(run.params, np.full(3, -lr * 1200))
+
+
+@pytest.mark.timeout(120)
+def test_a_straggler_halves_sync_but_not_async_on_processes():
+    slow = [0.0, 0.0, 0.0, 0.02]
+    rates = {}
+    for policy in ("async", "sync"):
+        run = aps.train(LSQ, workers=4, policy=policy, lr=0.02, steps=50 if policy == "sync" else 300,
+                        slowdown=slow, engine="processes")
+        rates[policy] = len(run.trace.pushes) / run.trace.duration
+    assert rates["async"] >= 2.0 * rates["sync"], rates
+
+
+@pytest.mark.timeout(120)
+def test_rpc_three_process_world_runs_async_with_stale_pushes_from_two_workers():
+    run = aps.train(LSQ, workers=2, policy="async", lr=0.05, steps=200, engine="rpc",
+                    slowdown=[0.001, 0.001])
+    check_invariants(run, "async", 2, 200)
+    stale_workers = {p.worker for p in run.trace.pushes if p.staleness > 0}
+    assert stale_workers == {0, 1}
+    sync = aps.train(LSQ, workers=2, policy="sync", lr=0.05, steps=50, engine="rpc")
+    check_invariants(sync, "sync", 2, 50)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("engine", REAL)
+def test_a_problem_defined_in_a_cell_travels_by_value(engine):
+    target = np.array([3.0, -1.0])
+    prob = aps.problems.from_functions(lambda x: float(np.sum((x - target) ** 2)),
+                                       lambda x, shard, rng: 2 * (x - target), x0=[0.0, 0.0])
+    run = aps.train(prob, workers=2, lr=0.1, steps=100, engine=engine)
+    np.testing.assert_allclose(run.params, target, atol=1e-6)
+
+
+def test_a_problem_that_cannot_travel_fails_at_once_with_advice():
+    import threading
+    lock = threading.Lock()
+    prob = aps.problems.from_functions(lambda x: float(lock.locked()), lambda x: x, x0=[1.0])
+    with pytest.raises(TypeError, match="engine='threads'"):
+        aps.train(prob, workers=2, steps=5, engine="processes")
+
+
+def test_train_checks_its_own_arguments():
+    with pytest.raises(ValueError, match="engine='mpi'"):
+        aps.train(LSQ, engine="mpi")
+    with pytest.raises(ValueError, match="device='tpu'"):
+        aps.train(LSQ, device="tpu")
+    with pytest.raises(ValueError, match="slowdown"):
+        aps.train(LSQ, workers=2, slowdown=[0.1])
+    with pytest.raises(ValueError, match="lock=False"):
+        aps.train(LSQ, policy="sync", lock=False)
+    with pytest.raises(ValueError, match="address='10.0.0.1'"):
+        aps.train(LSQ, engine="rpc", address="10.0.0.1")
+    with pytest.raises(TypeError, match="engine='rpc' only"):
+        aps.train(LSQ, engine="threads", address="127.0.0.1")
+
+
+def test_device_cuda_without_a_gpu_says_so():
+    import torch
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present: scripts/gpu_check.py covers device='cuda'")
+    with pytest.raises(ValueError, match="no CUDA GPU"):
+        aps.train(LSQ, device="cuda")
+    assert aps.train(LSQ, device="auto", steps=5).trace.meta["devices"] == ["cpu", "cpu"]
+
+
+def test_hogwild_runs_and_is_labelled():
+    run = aps.train(CONSTANT, workers=4, policy="async", lr=2.0 ** -10, steps=400, lock=False)
+    assert run.trace.meta["lock"] is False and len(run.trace.pushes) >= 1
