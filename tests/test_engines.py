@@ -137,3 +137,33 @@ def test_device_cuda_without_a_gpu_says_so():
 def test_hogwild_runs_and_is_labelled():
     run = aps.train(CONSTANT, workers=4, policy="async", lr=2.0 ** -10, steps=400, lock=False)
     assert run.trace.meta["lock"] is False and len(run.trace.pushes) >= 1
+
+
+@pytest.mark.timeout(120)
+def test_rpc_listens_on_loopback_only():
+    import threading
+    import time
+
+    import psutil
+
+    seen = []
+
+    def watch():
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not seen[-1:] == ["stop"]:
+            for child in psutil.Process().children(recursive=True):
+                try:
+                    seen.extend((c.laddr.ip, c.laddr.port) for c in child.net_connections("inet")
+                                if c.status == psutil.CONN_LISTEN)
+                except psutil.Error:
+                    pass
+            time.sleep(0.05)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    aps.train(LSQ, workers=2, lr=0.01, steps=600, slowdown=[0.003, 0.003], engine="rpc")
+    seen.append("stop")
+    watcher.join()
+    listening = [s for s in seen if s != "stop"]
+    assert listening, "the watcher saw no listening socket at all"
+    assert {ip for ip, _ in listening} <= {"127.0.0.1", "::1"}, listening

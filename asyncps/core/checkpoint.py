@@ -8,6 +8,7 @@ the previous checkpoint intact. Nothing is pickled: loading runs no code.
 import json
 import os
 import tempfile
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -50,7 +51,7 @@ def load_run(path):
             return Run(trace=Trace.from_json(str(data["trace"])), params=data["params"].copy(),
                        diverged=meta["diverged"], message=meta["message"], worker_params=workers,
                        server_state=state)
-    except (OSError, KeyError, ValueError, EOFError) as err:
+    except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile) as err:
         if isinstance(err, FileNotFoundError):
             raise
         raise ValueError(f"{path} is not a readable asyncps checkpoint: {err}") from None

@@ -135,21 +135,59 @@ class RemoteServer:
         return self._call(rpc_done, worker, torch.from_numpy(local))
 
 
+_LISTENING = {}   # rank 0: the socket the rendezvous store listens on, bound by us
+
+
+def listen(address, port=0):
+    """Bind rank 0's rendezvous socket ourselves: torch's TCPStore would listen on every interface."""
+    sock = socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((address, port))
+    sock.listen(128)
+    _LISTENING["socket"] = sock
+    return sock.getsockname()[1]
+
+
+def _rendezvous(url, **_):
+    """torch calls this for init_method="asyncps://HOST:PORT?rank=R&world_size=W"."""
+    from datetime import timedelta
+    from urllib.parse import parse_qs, urlparse
+
+    import torch.distributed as dist
+
+    where = urlparse(url)
+    query = parse_qs(where.query)
+    rank, world_size = int(query["rank"][0]), int(query["world_size"][0])
+    timeout = timedelta(seconds=_LISTENING.get("timeout", 300.0))
+    if rank == 0:
+        store = dist.TCPStore(where.hostname, where.port, world_size, True, timeout=timeout,
+                              wait_for_workers=False, master_listen_fd=_LISTENING["socket"].fileno())
+    else:
+        store = dist.TCPStore(where.hostname, where.port, world_size, False, timeout=timeout)
+    yield store, rank, world_size
+
+
 def _init(name, rank, world, address, port, timeout):
     import warnings
 
+    import torch.distributed as dist
     import torch.distributed.rpc as rpc
 
     warnings.filterwarnings("ignore", message="You are using a Backend", category=UserWarning)
-
     if address in (LOOPBACK, "localhost"):
         os.environ.setdefault("TP_SOCKET_IFNAME", "lo")      # TensorPipe listens on loopback only
-    options = rpc.TensorPipeRpcBackendOptions(init_method=f"tcp://{address}:{port}",
-                                              rpc_timeout=timeout + 30.0, num_worker_threads=max(16, world + 4))
+    try:
+        dist.register_rendezvous_handler("asyncps", _rendezvous)
+    except RuntimeError:
+        pass                                                  # already registered in this process
+    _LISTENING["timeout"] = timeout + 30.0
+    options = rpc.TensorPipeRpcBackendOptions(init_method=f"asyncps://{address}:{port}",
+                                              rpc_timeout=timeout + 30.0,
+                                              num_worker_threads=max(16, world + 4))
     rpc.init_rpc(name, rank=rank, world_size=world, rpc_backend_options=options)
 
 
-def _worker_main(k, payload, shard, settings, seed, slowdown, policy, shape, world, address, port,
+def _worker_main(k, payload, shard, settings, seed, slowdown, policy, shape, world, address,
                  timeout, offset, device, conn):
     import signal
 
@@ -162,6 +200,7 @@ def _worker_main(k, payload, shard, settings, seed, slowdown, policy, shape, wor
 
         torch.set_num_threads(1)
         problem = cloudpickle.loads(payload).on_device(device)
+        port = conn.recv()                                     # rank 0 has bound its socket
         _init(f"worker{k}", k + 1, world, address, port, timeout)
         remote, copies = RemoteServer(k, policy, shape), {}
         start = rpc.rpc_sync("ps", _start_time, args=())      # one clock for the whole world
@@ -183,7 +222,7 @@ def _start_time():
 
 
 # -- the server process (rank 0) ------------------------------------------------------
-def _server_main(server_blob, world, address, port, timeout, offset, conn):
+def _server_main(server_blob, world, address, timeout, offset, conn):
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -196,6 +235,8 @@ def _server_main(server_blob, world, address, port, timeout, offset, conn):
         cond = threading.Condition()
         _STATE.update(server=server, cond=cond, timeout=timeout, failed=None, copies={},
                       finished=set(), lost=set(), start=time.time())
+        port = listen(address)
+        conn.send(("port", port))
         _init("ps", 0, world, address, port, timeout)
         workers = world - 1
         with cond:
@@ -218,14 +259,8 @@ def _server_main(server_blob, world, address, port, timeout, offset, conn):
         send_error(conn, err)
 
 
-def free_port(address=LOOPBACK):
-    with socket.socket() as s:
-        s.bind((address, 0))
-        return s.getsockname()[1]
-
-
 def run_rpc(server, problem, settings, shards, seed, slowdown, copies, timeout, devices, offset,
-            address=LOOPBACK, port=None, allow_remote=False):
+            address=LOOPBACK, allow_remote=False):
     """Start a world of 1 server + N worker processes, run it, and bring the result home."""
     import cloudpickle
 
@@ -235,7 +270,6 @@ def run_rpc(server, problem, settings, shards, seed, slowdown, copies, timeout, 
         raise ValueError(f"address={address!r} is not allowed without allow_remote=True: the rpc engine "
                          f"binds to 127.0.0.1 unless you ask; torch rpc unpickles what it receives, so "
                          f"only open it on a network you trust")
-    port = free_port() if port is None else port
     world, ctx = server.workers + 1, worker_context()
     payload = dumps_problem(problem)
     checkpoint = server.on_version                 # travels with the server: it saves on rank 0
@@ -244,14 +278,14 @@ def run_rpc(server, problem, settings, shards, seed, slowdown, copies, timeout, 
     try:
         ours, theirs = ctx.Pipe()
         procs.append(ctx.Process(target=_server_main, name="asyncps-ps", daemon=True,
-                                 args=(blob, world, address, port, timeout, offset, theirs)))
+                                 args=(blob, world, address, timeout, offset, theirs)))
         conns.append(ours)
         for k in range(server.workers):
             ours, theirs = ctx.Pipe()
             procs.append(ctx.Process(
                 target=_worker_main, name=f"asyncps-worker-{k}", daemon=True,
                 args=(k, payload, shards[k], settings, seed, float(slowdown[k]), server.policy,
-                      server.params.shape, world, address, port, timeout, offset, devices[k], theirs)))
+                      server.params.shape, world, address, timeout, offset, devices[k], theirs)))
             conns.append(ours)
         for proc in procs:
             proc.start()
@@ -287,6 +321,9 @@ def _watch(procs, conns, timeout, remote_error, exit_reason):
                     raise RuntimeError(f"the rpc server (rank 0) {exit_reason(procs[0])}")
                 live.discard(i)
                 conns[0].send(("lost", i - 1, exit_reason(procs[i])))
+            elif message[0] == "port":                  # rank 0 listens: the workers may join
+                for k in range(1, len(procs)):
+                    conns[k].send(message[1])
             elif message[0] == "result":
                 return message[1]
             elif message[0] == "error":
