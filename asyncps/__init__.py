@@ -8,10 +8,10 @@
 """
 from . import problems
 from .core import (LR_SCHEDULES, POLICIES, Compute, Lost, ParameterServer, Pull, Push, Run,
-                   Snapshot, Trace, Wait, load_run)
+                   Snapshot, Trace, Wait, load_run, violations)
 from .engines import ENGINES, simulate, train
 from .problems import Problem
 
 __version__ = "0.1.0"
-__all__ = ["simulate", "train", "load_run", "ENGINES", "Lost", "ParameterServer", "Snapshot", "Trace", "Run", "Pull", "Compute", "Push",
+__all__ = ["simulate", "train", "load_run", "violations", "ENGINES", "Lost", "ParameterServer", "Snapshot", "Trace", "Run", "Pull", "Compute", "Push",
            "Wait", "Problem", "problems", "POLICIES", "LR_SCHEDULES"]

@@ -167,3 +167,68 @@ def test_rpc_listens_on_loopback_only():
     listening = [s for s in seen if s != "stop"]
     assert listening, "the watcher saw no listening socket at all"
     assert {ip for ip, _ in listening} <= {"127.0.0.1", "::1"}, listening
+
+
+@pytest.mark.timeout(120)
+def test_launch_runs_a_three_rank_world_on_loopback(tmp_path):
+    """The multi-machine entry point, with the environment torchrun would set, on one machine."""
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    out = tmp_path / "run.npz"
+    procs = []
+    try:
+        for rank in range(3):
+            env = dict(os.environ, RANK=str(rank), WORLD_SIZE="3", MASTER_ADDR="127.0.0.1",
+                       MASTER_PORT=str(port))
+            procs.append(subprocess.Popen(
+                [sys.executable, "-m", "asyncps.launch", "--problem", "lsq", "--steps", "100",
+                 "--out", str(out)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                text=True))
+        outputs = [p.communicate(timeout=90)[0] for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    assert [p.returncode for p in procs] == [0, 0, 0], outputs
+    assert "rank 0 serves" in outputs[0] and "versions=100" in outputs[0]
+    run = aps.load_run(out)
+    check_invariants(run, "async", 2, 100)
+
+
+def test_launch_refuses_a_remote_address_without_allow_remote(monkeypatch, capsys):
+    from asyncps import launch
+    monkeypatch.setenv("RANK", "0")
+    monkeypatch.setenv("WORLD_SIZE", "3")
+    monkeypatch.setenv("MASTER_ADDR", "10.1.2.3")
+    with pytest.raises(SystemExit, match="--allow-remote"):
+        launch.main(["--steps", "5"])
+
+
+def test_violations_finds_a_broken_trace_and_passes_real_ones():
+    run = aps.train(LSQ, workers=3, policy="ssp", staleness=1, lr=0.05, steps=50)
+    assert aps.violations(run.trace) == []
+    bad = aps.Trace.from_json(run.trace.to_json())
+    p = bad.pushes[5]
+    bad.events[bad.events.index(p)] = aps.Push(p.worker, p.computed_on, p.applied_to, p.staleness + 1,
+                                               p.time)
+    assert any("staleness must be" in v for v in aps.violations(bad))
+
+
+def test_gpu_check_skips_cleanly_without_a_gpu():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import torch
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present: run scripts/gpu_check.py itself")
+    script = Path(__file__).resolve().parents[1] / "scripts" / "gpu_check.py"
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and "SKIPPED" in out.stdout

@@ -167,26 +167,88 @@ def _rendezvous(url, **_):
     yield store, rank, world_size
 
 
-def _init(name, rank, world, address, port, timeout):
+def init_method(address, port):
+    """How the world meets: our own loopback-safe rendezvous, or torchrun's agent store."""
+    if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True":
+        return "env://"                                       # under torchrun: its store, its binding
+    return f"asyncps://{address}:{port}"
+
+
+def _init(name, rank, world, method, timeout):
     import warnings
 
     import torch.distributed as dist
     import torch.distributed.rpc as rpc
 
     warnings.filterwarnings("ignore", message="You are using a Backend", category=UserWarning)
-    if address in (LOOPBACK, "localhost"):
+    if "127.0.0.1" in method or "localhost" in method:
         os.environ.setdefault("TP_SOCKET_IFNAME", "lo")      # TensorPipe listens on loopback only
     try:
         dist.register_rendezvous_handler("asyncps", _rendezvous)
     except RuntimeError:
         pass                                                  # already registered in this process
     _LISTENING["timeout"] = timeout + 30.0
-    options = rpc.TensorPipeRpcBackendOptions(init_method=f"asyncps://{address}:{port}",
-                                              rpc_timeout=timeout + 30.0,
+    options = rpc.TensorPipeRpcBackendOptions(init_method=method, rpc_timeout=timeout + 30.0,
                                               num_worker_threads=max(16, world + 4))
     rpc.init_rpc(name, rank=rank, world_size=world, rpc_backend_options=options)
 
 
+def work(k, problem, shard, settings, seed, slowdown, policy, shape, world, method, timeout, offset):
+    """Rank k + 1: join the world, run the worker loop against the remote server, leave."""
+    import torch.distributed.rpc as rpc
+
+    _init(f"worker{k}", k + 1, world, method, timeout)
+    remote, copies = RemoteServer(k, policy, shape), {}
+    start = rpc.rpc_sync("ps", _start_time, args=())          # one clock for the whole world
+    clock = lambda: offset + time.time() - start                # noqa: E731
+    for need in worker_loop(k, remote, problem, shard, settings, worker_rng(seed, k, 0), clock, copies):
+        if need == COMPUTE and slowdown:
+            time.sleep(slowdown)
+        elif need == GATE:
+            remote.wait_gate(k)
+    graceful = remote.finish(k, copies.get(k, remote.params))
+    rpc.shutdown(graceful=graceful)              # graceful: a barrier with everyone still alive
+
+
+def _start_time():
+    return _STATE["start"]
+
+
+def serve(server, world, method, timeout, offset, lost=None):
+    """Rank 0: host `server` until every worker has finished (or was lost). Returns their copies.
+
+    `lost` (optional) is a pipe on which the caller reports dead workers as ("lost", k, reason).
+    """
+    import torch.distributed.rpc as rpc
+
+    cond = threading.Condition()
+    _STATE.update(server=server, cond=cond, timeout=timeout, failed=None, copies={},
+                  finished=set(), lost=set(), start=time.time())
+    _init("ps", 0, world, method, timeout)
+    with cond:
+        while len(_STATE["finished"] | _STATE["lost"]) < world - 1 and not _STATE["failed"]:
+            cond.wait(0.05)
+            while lost is not None and lost.poll():
+                _, k, reason = lost.recv()
+                _STATE["lost"].add(k)
+                try:
+                    server.lose(k, offset + time.time() - _STATE["start"], reason)
+                except RuntimeError as err:
+                    _STATE["failed"] = err
+                cond.notify_all()
+        if _STATE["failed"]:
+            raise _STATE["failed"]
+    if _STATE["lost"] and lost is not None:
+        # No graceful barrier with a dead rank: wait until the caller saw every live worker
+        # receive its last reply, or a shutdown now would cut that reply off.
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and not (lost.poll(0.05) and lost.recv()[0] == "finish"):
+            pass
+    rpc.shutdown(graceful=not _STATE["lost"])
+    return _STATE["copies"]
+
+
+# -- a local world on 127.0.0.1, started by aps.train(engine="rpc") --------------------------
 def _worker_main(k, payload, shard, settings, seed, slowdown, policy, shape, world, address,
                  timeout, offset, device, conn):
     import signal
@@ -196,32 +258,17 @@ def _worker_main(k, payload, shard, settings, seed, slowdown, policy, shape, wor
     try:
         import cloudpickle
         import torch
-        import torch.distributed.rpc as rpc
 
         torch.set_num_threads(1)
         problem = cloudpickle.loads(payload).on_device(device)
         port = conn.recv()                                     # rank 0 has bound its socket
-        _init(f"worker{k}", k + 1, world, address, port, timeout)
-        remote, copies = RemoteServer(k, policy, shape), {}
-        start = rpc.rpc_sync("ps", _start_time, args=())      # one clock for the whole world
-        clock = lambda: offset + time.time() - start            # noqa: E731
-        for need in worker_loop(k, remote, problem, shard, settings, worker_rng(seed, k, 0), clock, copies):
-            if need == COMPUTE and slowdown:
-                time.sleep(slowdown)
-            elif need == GATE:
-                remote.wait_gate(k)
-        graceful = remote.finish(k, copies.get(k, remote.params))
-        rpc.shutdown(graceful=graceful)          # graceful: a barrier with everyone still alive
+        work(k, problem, shard, settings, seed, slowdown, policy, shape, world,
+             f"asyncps://{address}:{port}", timeout, offset)
         conn.send(("done",))
     except BaseException as err:                                 # noqa: BLE001
         send_error(conn, err)
 
 
-def _start_time():
-    return _STATE["start"]
-
-
-# -- the server process (rank 0) ------------------------------------------------------
 def _server_main(server_blob, world, address, timeout, offset, conn):
     import signal
 
@@ -229,32 +276,13 @@ def _server_main(server_blob, world, address, timeout, offset, conn):
     from .processes import send_error
     try:
         import cloudpickle
-        import torch.distributed.rpc as rpc
 
         server = cloudpickle.loads(server_blob)
-        cond = threading.Condition()
-        _STATE.update(server=server, cond=cond, timeout=timeout, failed=None, copies={},
-                      finished=set(), lost=set(), start=time.time())
         port = listen(address)
         conn.send(("port", port))
-        _init("ps", 0, world, address, port, timeout)
-        workers = world - 1
-        with cond:
-            while len(_STATE["finished"] | _STATE["lost"]) < workers and not _STATE["failed"]:
-                cond.wait(0.05)
-                while conn.poll():                               # the parent saw a worker die
-                    _, k, reason = conn.recv()
-                    _STATE["lost"].add(k)
-                    try:
-                        server.lose(k, offset + time.time() - _STATE["start"], reason)
-                    except RuntimeError as err:
-                        _STATE["failed"] = err
-                    cond.notify_all()
-            if _STATE["failed"]:
-                raise _STATE["failed"]
+        copies = serve(server, world, f"asyncps://{address}:{port}", timeout, offset, lost=conn)
         server.on_version = None
-        conn.send(("result", cloudpickle.dumps((server, _STATE["copies"]))))
-        rpc.shutdown(graceful=not _STATE["lost"])
+        conn.send(("result", cloudpickle.dumps((server, copies))))
     except BaseException as err:                                 # noqa: BLE001
         send_error(conn, err)
 
@@ -301,8 +329,11 @@ def run_rpc(server, problem, settings, shards, seed, slowdown, copies, timeout, 
 
 def _watch(procs, conns, timeout, remote_error, exit_reason):
     """Wait for the server's result; report dead workers to it; raise any error."""
-    live = set(range(1, len(procs)))
+    live, finish_sent = set(range(1, len(procs))), False
     while True:
+        if not live and not finish_sent:                 # every worker is done or lost
+            conns[0].send(("finish",))
+            finish_sent = True
         watched = live | {0}
         handles = {conns[i]: i for i in watched}
         handles.update({procs[i].sentinel: i for i in watched})

@@ -1,0 +1,48 @@
+"""The promises every engine keeps, checked on a trace: `violations(trace)` lists the broken ones.
+
+1. versions only increase, by one per applied update (one push under async/ssp,
+   one round of every live worker's push under sync);
+2. staleness == applied_to - computed_on >= 0, and 0 under sync;
+3. under ssp with bound s, a worker starts an iteration (pulls) at most s clocks
+   ahead of the slowest live worker;
+4. there is one loss per version.
+A Hogwild trace (meta lock=False) promises none of this: updates may be lost.
+"""
+
+
+def violations(trace):
+    if trace.meta.get("lock") is False:
+        return []
+    found = []
+    policy, bound = trace.meta.get("policy"), trace.meta.get("staleness")
+    workers = trace.workers
+    pushes = trace.pushes
+    for p in pushes:
+        if p.staleness != p.applied_to - p.computed_on or p.staleness < 0:
+            found.append(f"{p}: staleness must be applied_to - computed_on >= 0")
+        if policy == "sync" and p.staleness != 0:
+            found.append(f"{p}: a sync push must have staleness 0")
+    applied = [p.applied_to for p in pushes]
+    if applied != sorted(applied):
+        found.append("versions went backwards: applied_to is not non-decreasing")
+    versions = len(trace.losses) - 1
+    if policy in ("async", "ssp") and applied != list(range(len(applied))):
+        found.append("under async/ssp each push must make exactly one new version")
+    if policy == "sync" and not trace.lost:
+        counts = [applied.count(v) for v in range(versions)]
+        if any(c != workers for c in counts):
+            found.append(f"under sync each version needs one push per worker ({workers}); got {counts}")
+    if applied and versions not in (max(applied) + 1, max(applied)):
+        found.append(f"{versions + 1} losses for {max(applied) + 1} versions made")
+    if policy == "ssp" and bound is not None:
+        clocks, gone = [0] * workers, set()
+        for e in trace.events:
+            live = [c for w, c in enumerate(clocks) if w not in gone]
+            if e.kind == "pull" and clocks[e.worker] - min(live) > bound:
+                found.append(f"{e}: worker {e.worker} at clock {clocks[e.worker]} started more than "
+                             f"s={bound} clocks ahead of the slowest ({min(live)})")
+            elif e.kind == "push":
+                clocks[e.worker] += 1
+            elif e.kind == "lost":
+                gone.add(e.worker)
+    return found
