@@ -13,5 +13,13 @@ from .engines import ENGINES, simulate, train
 from .problems import Problem
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name):
+    """`aps.widgets` is imported on first use, so `import asyncps` needs no Jupyter."""
+    if name == "widgets":
+        import importlib
+        return importlib.import_module(".widgets", __name__)
+    raise AttributeError(f"module 'asyncps' has no attribute {name!r}")
 __all__ = ["simulate", "train", "load_run", "violations", "ENGINES", "Lost", "ParameterServer", "Snapshot", "Trace", "Run", "Pull", "Compute", "Push",
-           "Wait", "Problem", "problems", "POLICIES", "LR_SCHEDULES"]
+           "Wait", "Problem", "problems", "widgets", "POLICIES", "LR_SCHEDULES"]

@@ -22,6 +22,8 @@ from .trace import Lost, Pull, Push, Trace
 
 # A run diverges when its loss stops being finite or grows this much past the start.
 DIVERGENCE_FACTOR = 1e10
+# Problems up to this many parameters keep the parameters of every version in the trace.
+HISTORY_MAX_DIM = 16
 
 
 class Snapshot(NamedTuple):
@@ -31,7 +33,8 @@ class Snapshot(NamedTuple):
 
 class ParameterServer:
     def __init__(self, x0, workers=1, policy="async", staleness=None, lr=0.1,
-                 lr_schedule="constant", momentum=0.0, loss=None, steps=None, storage=None):
+                 lr_schedule="constant", momentum=0.0, loss=None, steps=None, storage=None,
+                 history=None):
         self.workers = checks.integer("workers", workers, minimum=1)
         self.policy = make_policy(policy, staleness)
         self.rule = UpdateRule(lr, lr_schedule, momentum)
@@ -48,6 +51,8 @@ class ParameterServer:
         self.diverged = False
         self.message = ""
         self.on_version = None                    # engines may hook a checkpoint here
+        # keep the parameters of every version (for the parameter-space view) on small problems
+        self.history = self.params.size <= HISTORY_MAX_DIM if history is None else bool(history)
         self.trace = Trace(meta={"workers": self.workers, "policy": self.policy.name,
                                  "staleness": staleness, "lr": self.rule.lr,
                                  "lr_schedule": self.rule.lr_schedule, "momentum": self.rule.momentum})
@@ -144,6 +149,7 @@ class ParameterServer:
         self.rule.velocity = None if state["velocity"] is None else np.array(state["velocity"])
         self.trace.events = list(run.trace.events)
         self.trace.losses = list(run.trace.losses)
+        self.trace.params = list(run.trace.params)
 
     # -- bookkeeping --------------------------------------------------------
     def _new_version(self):
@@ -153,6 +159,8 @@ class ParameterServer:
             self.on_version(self)
 
     def _record_loss(self):
+        if self.history:
+            self.trace.params.append(self.params.copy())
         if self._loss is None:
             return
         with np.errstate(all="ignore"):

@@ -72,12 +72,20 @@ class Lost:
 EVENT_TYPES = {cls.kind: cls for cls in (Pull, Compute, Push, Wait, Lost)}
 
 
-@dataclass
+@dataclass(eq=False)
 class Trace:
     """The events of one run, in the order the server saw them, and the loss of each version."""
     events: list = field(default_factory=list)
     losses: list = field(default_factory=list)
     meta: dict = field(default_factory=dict)
+    params: list = field(default_factory=list)   # params[v] at each version (small problems only)
+
+    def __eq__(self, other):
+        if not isinstance(other, Trace):
+            return NotImplemented
+        return (self.events == other.events and self.losses == other.losses and self.meta == other.meta
+                and len(self.params) == len(other.params)
+                and all(np.array_equal(a, b) for a, b in zip(self.params, other.params)))
 
     def record(self, event):
         self.events.append(event)
@@ -149,6 +157,7 @@ class Trace:
     def to_dict(self):
         return {"format": FORMAT, "format_version": FORMAT_VERSION, "meta": self.meta,
                 "losses": [float(x) for x in self.losses],
+                "params": [[float(x) for x in p] for p in self.params],
                 "events": [{"kind": e.kind, **asdict(e)} for e in self.events]}
 
     def to_json(self, path=None):
@@ -178,7 +187,8 @@ class Trace:
             except TypeError as err:
                 raise ValueError(f"{where}: event {i} ({kind}) has the wrong fields: {err}") from None
         return cls(events=events, losses=[float(x) for x in data.get("losses", [])],
-                   meta=dict(data.get("meta", {})))
+                   meta=dict(data.get("meta", {})),
+                   params=[np.array(p, dtype=float) for p in data.get("params", [])])
 
     @classmethod
     def from_json(cls, source):

@@ -1,0 +1,65 @@
+"""ParameterView: a 2-D run in parameter space — the stale gradient drawn where it was computed
+(v0) and where it lands (v1). Shares its frame with a Timeline when given one."""
+import ipywidgets as widgets
+
+from ..problems.base import Problem
+from . import render_params as rp
+from . import render_timeline as rt
+from .timeline import Timeline, as_trace
+
+
+class ParameterView(widgets.VBox):
+    def __init__(self, run, problem, timeline=None, frame=0):
+        trace = as_trace(run, "run")
+        if not isinstance(problem, Problem):
+            raise TypeError(f"problem={problem!r:.60} is not allowed: problem must be the asyncps "
+                            f"problem the run optimised (2-D)")
+        if timeline is not None and not isinstance(timeline, Timeline):
+            raise TypeError(f"timeline={timeline!r:.60} is not allowed: timeline must be a Timeline "
+                            f"of the same run, or None")
+        self.timeline = timeline
+        tmodel = timeline.model if timeline is not None else rt.TimelineModel(trace)
+        self.model = rp.ParameterModel(run if hasattr(run, "trace") else _Wrap(trace), problem, tmodel)
+        last = tmodel.frames - 1
+        if timeline is not None:
+            self.slider = timeline.slider                     # one frame slider for both
+            frame = timeline.frame
+        else:
+            if isinstance(frame, bool) or not isinstance(frame, int) or not 0 <= frame <= last:
+                raise ValueError(f"frame={frame!r} is not allowed: frame must be an integer in 0..{last}")
+            self.slider = widgets.IntSlider(value=frame, min=0, max=last, description="frame")
+        self.view, self.caption = widgets.HTML(), widgets.HTML()
+        self.slider.observe(lambda change: self.draw(change["new"]), "value")
+        super().__init__([self.view, self.caption] if timeline is not None
+                         else [self.slider, self.view, self.caption])
+        self.draw(frame)
+
+    def draw(self, frame):
+        self.view.value = rp.params_svg(self.model, frame)
+        self.caption.value = f'<div class="asyncps-caption">{rt.escape(rp.param_caption(self.model, frame))}</div>'
+
+    @property
+    def state(self):
+        return f"frame {self.slider.value}: {rp.param_caption(self.model, self.slider.value)}"
+
+    def __repr__(self):
+        return f"ParameterView({self.state})"
+
+    def _repr_mimebundle_(self, **kwargs):
+        bundle = super()._repr_mimebundle_(**kwargs) or {}
+        frame = self.model.timeline.first_stale_push() or self.slider.value
+        bundle["text/html"] = rp.static_params_html(self.model, frame)
+        return bundle
+
+
+class _Wrap:
+    def __init__(self, trace):
+        self.trace = trace
+
+
+def show(run, problem=None, frame=0):
+    """A Timeline, and the ParameterView beside it for a 2-D problem, on one frame slider."""
+    timeline = Timeline(run, frame=frame)
+    if problem is None or problem.dim != 2:
+        return timeline
+    return widgets.VBox([timeline, ParameterView(run, problem, timeline=timeline)])

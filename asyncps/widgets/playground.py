@@ -1,0 +1,122 @@
+"""Playground: every knob of the lecture on one screen. Each change re-runs `simulate` for sync,
+async and ssp with the same settings and shows the Timeline of the chosen policy, their loss
+curves (per version and per unit of time) and the staleness histogram.
+
+`compare(...)` is the plain function behind it (call it with fixed values first); the
+Playground only wires sliders to it. A setting that cannot run shows a message, not a traceback.
+"""
+import ipywidgets as widgets
+
+from ..engines.simulate import simulate
+from ..problems.synthetic import LeastSquares
+from . import render_charts as rc
+from .timeline import Timeline
+
+POLICIES = ("sync", "async", "ssp")
+
+
+def compare(problem=None, workers=4, policy="async", staleness=2, lr=0.05, lr_schedule="constant",
+            straggler=1.0, partition="iid", push_every=1, steps=200, seed=0):
+    """Run sync, async and ssp with the same settings. Returns {policy: Run} and a message."""
+    problem = LeastSquares(n=512, dim=10, seed=0) if problem is None else problem
+    times = [1.0] * (workers - 1) + [straggler] if isinstance(workers, int) and workers >= 1 else None
+    runs, notes = {}, []
+    for name in POLICIES:
+        runs[name] = simulate(problem, workers=workers, policy=name,
+                              staleness=staleness if name == "ssp" else None, lr=lr,
+                              lr_schedule=lr_schedule, steps=steps, compute_times=times,
+                              partition=partition, push_every=push_every, seed=seed)
+        if runs[name].diverged:
+            notes.append(f"{name}: {runs[name].message}")
+    if workers == 1:
+        notes.append("with 1 worker there is nobody to be stale against: sync, async and ssp coincide")
+    return runs, " · ".join(notes)
+
+
+class Playground(widgets.VBox):
+    def __init__(self, problem=None, workers=4, policy="async", staleness=2, lr=0.05,
+                 lr_schedule="constant", straggler=1.0, partition="iid", push_every=1, steps=200):
+        self.problem = problem
+        self.steps = steps
+        style = {"description_width": "90px"}
+        wide = widgets.Layout(width="300px")
+        self.controls = {
+            "workers": widgets.IntSlider(value=workers, min=1, max=16, description="workers",
+                                         style=style, layout=wide),
+            "policy": widgets.ToggleButtons(options=POLICIES, value=policy, description="timeline of",
+                                            style=style),
+            "staleness": widgets.IntSlider(value=staleness, min=0, max=50, description="SSP bound s",
+                                           style=style, layout=wide),
+            "lr": widgets.FloatLogSlider(value=lr, base=10, min=-3, max=1, step=0.05, description="lr",
+                                         style=style, layout=wide),
+            "lr_schedule": widgets.ToggleButtons(options=("constant", "staleness"), value=lr_schedule,
+                                                 description="lr schedule", style=style),
+            "straggler": widgets.FloatSlider(value=straggler, min=0.25, max=10, step=0.25,
+                                             description="last worker ×", style=style, layout=wide),
+            "partition": widgets.ToggleButtons(options=("iid", "sorted"), value=partition,
+                                               description="shards", style=style),
+            "push_every": widgets.IntSlider(value=push_every, min=1, max=10, description="push every",
+                                            style=style, layout=wide),
+        }
+        for control in self.controls.values():
+            control.observe(lambda _: self.update(), "value")
+        self.message = widgets.HTML()
+        self.timeline_box = widgets.VBox()
+        self.losses = widgets.HTML()
+        self.by_time = widgets.HTML()
+        self.histogram = widgets.HTML()
+        c = self.controls
+        left = widgets.VBox([c["workers"], c["staleness"], c["lr"], c["straggler"], c["push_every"]])
+        right = widgets.VBox([c["policy"], c["lr_schedule"], c["partition"]])
+        charts = widgets.HBox([self.losses, self.by_time, self.histogram])
+        super().__init__([widgets.HBox([left, right]), self.message, self.timeline_box, charts])
+        self.timeline = None
+        self.update()
+
+    def settings(self):
+        return {name: control.value for name, control in self.controls.items()}
+
+    def update(self):
+        try:
+            runs, note = compare(self.problem, steps=self.steps, **self.settings())
+        except (ValueError, TypeError) as err:               # an impossible setting: say why
+            self._say(str(err), error=True)
+            return
+        chosen = runs[self.controls["policy"].value]
+        if chosen.trace.events:
+            self.timeline = Timeline(chosen, frame="stale")
+            self.timeline_box.children = [self.timeline]
+        self.losses.value = rc.loss_curves(runs, by="version")
+        self.by_time.value = rc.loss_curves(runs, by="time")
+        self.histogram.value = rc.histogram_svg(chosen.trace.staleness_histogram(),
+                                                title=f"staleness of each {chosen.trace.meta['policy']} push")
+        self._say(note)
+
+    def _say(self, text, error=False):
+        color = "#B2182B" if error else "#8A6D3B"
+        self.message.value = (f'<div class="asyncps-message" style="color:{color}">{rc_escape(text)}</div>'
+                              if text else "")
+
+    @property
+    def state(self):
+        return f"{self.settings()} | {self.message.value and rc_strip(self.message.value)}"
+
+    def __repr__(self):
+        return f"Playground({self.settings()})"
+
+    def _repr_mimebundle_(self, **kwargs):
+        bundle = super()._repr_mimebundle_(**kwargs) or {}
+        static = (self.timeline._repr_mimebundle_()["text/html"] if self.timeline else "")
+        bundle["text/html"] = (f'<div class="asyncps-static">{static}{self.losses.value}'
+                               f'{self.by_time.value}{self.histogram.value}</div>')
+        return bundle
+
+
+def rc_escape(text):
+    from html import escape
+    return escape(text)
+
+
+def rc_strip(html):
+    import re
+    return re.sub(r"<[^>]+>", "", html)

@@ -1,0 +1,128 @@
+"""A 2-D problem in parameter space, frame by frame: loss contours, the server's path, and the
+current push drawn twice — where its gradient was computed (v0) and where it lands (v1)."""
+import math
+from html import escape
+
+import numpy as np
+
+from .svg import COLORS, line, path, polyline, svg, text
+
+SIZE, PAD = 360, 28
+
+
+class ParameterModel:
+    """Contours, the iterate path and each frame's push, computed once."""
+
+    def __init__(self, run, problem, timeline):
+        if problem.dim != 2:
+            raise ValueError(f"problem has {problem.dim} parameters: the parameter view draws 2-D "
+                             f"problems only, e.g. aps.problems.Quadratic(curvature=[1, 4], x0=[1, 1])")
+        trace = run.trace
+        if len(trace.params) != len(trace.losses):
+            raise ValueError("this run kept no parameters per version (trace.params is empty); "
+                             "runs of problems with up to 16 parameters keep them")
+        self.problem, self.timeline = problem, timeline
+        self.path = np.array(trace.params)
+        lo, hi = self.path.min(axis=0), self.path.max(axis=0)
+        centre, half = (lo + hi) / 2, max((hi - lo).max() / 2, 1e-3) * 1.25
+        self.lo, self.hi = centre - half, centre + half
+        self.contours = self._contours()
+        self.push_at = np.full(timeline.frames, -1)           # latest push at or before each frame
+        last = -1
+        for i, e in enumerate(timeline.events):
+            last = i if e.kind == "push" else last
+            self.push_at[i] = last
+
+    def px(self, point):
+        scale = (SIZE - 2 * PAD) / (self.hi - self.lo)
+        return PAD + (point[0] - self.lo[0]) * scale[0], SIZE - PAD - (point[1] - self.lo[1]) * scale[1]
+
+    def _contours(self):
+        import contourpy
+
+        xs = np.linspace(self.lo[0], self.hi[0], 60)
+        ys = np.linspace(self.lo[1], self.hi[1], 60)
+        grid = np.array([[self.problem.loss(np.array([x, y])) for x in xs] for y in ys])
+        lo, hi = float(grid.min()), float(grid.max())
+        levels = lo + (hi - lo) * np.geomspace(1e-3, 1.0, 9)
+        gen = contourpy.contour_generator(xs, ys, grid)
+        paths = []
+        for level in levels:
+            for seg in gen.lines(level):
+                pts = [self.px(p) for p in seg]
+                paths.append("M" + " L".join(f"{a:.1f},{b:.1f}" for a, b in pts))
+        return paths
+
+    def arrows(self, frame):
+        """(computed_at, applied_at, step, fresh) for the push shown at `frame`, or None."""
+        i = self.push_at[frame]
+        if i < 0:
+            return None
+        p = self.timeline.events[i]
+        if p.applied_to + 1 >= len(self.path):
+            return None
+        if self.timeline.policy == "sync" and self.timeline.round_position[i] < self.timeline.workers:
+            return None                                        # the round is not averaged yet
+        computed_at, applied_at = self.path[p.computed_on], self.path[p.applied_to]
+        step = self.path[p.applied_to + 1] - applied_at
+        fresh = -np.asarray(self.problem.gradient(applied_at), dtype=float)
+        norm = np.linalg.norm(fresh)
+        fresh = fresh / norm * np.linalg.norm(step) if norm > 0 else fresh
+        return p, computed_at, applied_at, step, fresh
+
+
+def angle(a, b):
+    na, nb = np.linalg.norm(a), np.linalg.norm(b)
+    if na == 0 or nb == 0:
+        return 0.0
+    return math.degrees(math.acos(float(np.clip(np.dot(a, b) / (na * nb), -1.0, 1.0))))
+
+
+def param_caption(model, frame):
+    shown = model.arrows(frame)
+    at = model.timeline.version_at(frame)
+    if shown is None:
+        return f"the server is at v{at}"
+    p, _, _, step, fresh = shown
+    if p.staleness == 0:
+        return (f"v{p.applied_to} → v{p.applied_to + 1}: the gradient was computed at the point it is "
+                f"applied to (stale by 0)")
+    return (f"worker {p.worker}'s gradient was computed at v{p.computed_on} but moves v{p.applied_to}: "
+            f"its step points {angle(step, fresh):.0f}° away from a fresh gradient at v{p.applied_to}")
+
+
+def params_svg(model, frame):
+    at = model.timeline.version_at(frame)
+    body = [f'<rect width="{SIZE}" height="{SIZE}" fill="white"/>']
+    body += [path(d, "#C9D3E0", 1.0) for d in model.contours]
+    body.append(polyline([model.px(p) for p in model.path[: at + 1]], "#333", 1.4))
+    cx, cy = model.px(model.path[at])
+    body.append(f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="4" fill="#111"/>')
+    shown = model.arrows(frame)
+    if shown is not None:
+        p, computed_at, applied_at, step, fresh = shown
+        kind = "stale" if p.staleness else "fresh"
+
+        def arrow(origin, vector, color, head, dash=None):
+            x0, y0 = model.px(origin)
+            x1, y1 = model.px(origin + vector)
+            return line(x0, y0, x1, y1, color, 2.2, dash=dash, head=head)
+
+        if p.staleness:
+            x0, y0 = model.px(computed_at)
+            body.append(f'<circle cx="{x0:.1f}" cy="{y0:.1f}" r="3.5" fill="none" stroke="#F58518" '
+                        f'stroke-width="1.5"/>')
+            body.append(arrow(computed_at, step, "#F58518", "stale", dash="4,3"))
+            body.append(text(x0 + 6, y0 - 6, f"computed on v{p.computed_on}", color="#B35806", size=10))
+            body.append(arrow(applied_at, fresh, COLORS["fresh"], "fresh", dash="2,2"))
+        body.append(arrow(applied_at, step, COLORS[kind], kind))
+        body.append(text(cx + 6, cy + 14, f"applied to v{p.applied_to}", color=COLORS[kind], size=10))
+    body.append(text(PAD, 16, f"parameter space · v{at}", weight="600", size=12))
+    body.append(text(SIZE - PAD, SIZE - 8, "red: step taken · green: a fresh gradient", anchor="end",
+                     size=9, color="#666"))
+    return svg(SIZE, SIZE, body, "asyncps-params")
+
+
+def static_params_html(model, frame):
+    return (f'<div class="asyncps-static">{params_svg(model, frame)}'
+            f'<p>{escape(param_caption(model, frame))}</p></div>')

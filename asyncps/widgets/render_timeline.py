@@ -1,0 +1,198 @@
+"""The timeline of a run, frame by frame, as SVG — a pure function of a Trace (no kernel needed).
+
+One lane per worker plus the server's lane. Frame i shows the run up to its
+i-th event: compute bars labelled with the version they read, pull and push
+arrows, the server stepping v0 → v1 → …, waits at the barrier or the SSP gate
+greyed out, and stale pushes in red. `caption(model, i)` narrates event i in
+plain words. Time is virtual (simulate) or seconds (real engines): the axis
+shows a window of about a dozen compute times around the current event, so
+both look alike.
+"""
+from html import escape  # noqa: F401  (the widgets escape with it too)
+
+import numpy as np
+
+from .svg import COLORS, line, rect, svg, text
+
+LANE, GAP, LEFT, TOP, RIGHT, AXIS = 26, 8, 78, 22, 14, 26
+
+
+class TimelineModel:
+    """Everything about a trace that every frame needs, computed once."""
+
+    def __init__(self, trace):
+        if not trace.events:
+            raise ValueError("this trace has no events to show (steps=0?): nothing happened yet")
+        self.trace, self.events = trace, trace.events
+        self.workers = trace.workers
+        self.policy = trace.meta.get("policy", "async")
+        times = [getattr(e, "end", getattr(e, "time", 0.0)) for e in self.events]
+        self.now = np.maximum.accumulate(np.array(times, dtype=float))
+        # when each version appeared: v+1 is made by the last push applied to v
+        pushes = [(i, e) for i, e in enumerate(self.events) if e.kind == "push"]
+        made = {}
+        for i, p in pushes:
+            made[p.applied_to + 1] = (i, p.time)
+        self.version_index = np.array([-1] + [made[v][0] for v in sorted(made)])
+        self.version_time = np.array([0.0] + [made[v][1] for v in sorted(made)])
+        # under sync: which push of its round each push is
+        self.round_position, counts = {}, {}
+        for i, p in pushes:
+            counts[p.applied_to] = counts.get(p.applied_to, 0) + 1
+            self.round_position[i] = counts[p.applied_to]
+        computes = [e for e in self.events if e.kind == "compute"]
+        durations = [c.end - c.start for c in computes if c.end > c.start]
+        self.typical = float(np.median(durations)) if durations else max(self.now[-1], 1.0) / 10
+        self.duration = float(self.now[-1])
+        self.intervals = [(i, e) for i, e in enumerate(self.events) if e.kind in ("compute", "wait")]
+        self.interval_start = np.array([e.start for _, e in self.intervals])
+        self.points = [(i, e) for i, e in enumerate(self.events) if e.kind in ("pull", "push", "lost")]
+        self.point_time = np.array([e.time for _, e in self.points])
+
+    @property
+    def frames(self):
+        return len(self.events)
+
+    def version_at(self, frame):
+        """The server's version once event `frame` has happened."""
+        return int(np.searchsorted(self.version_index, frame, side="right")) - 1
+
+    def window(self, frame):
+        span = 12 * self.typical
+        if self.duration <= span:
+            total = max(self.duration, 1e-9)
+            return -0.02 * total, total * 1.04
+        right = max(self.now[frame] + 0.12 * span, span)
+        return right - span, right
+
+    def first_stale_push(self):
+        for i, e in enumerate(self.events):
+            if e.kind == "push" and e.staleness > 0:
+                return i
+        return None
+
+
+def caption(model, frame):
+    """Event `frame` in plain words."""
+    e, n = model.events[frame], model.workers
+    at = model.version_at(frame)
+    if e.kind == "pull":
+        return f"worker {e.worker} pulls v{e.version}: a copy of the parameters, version {e.version}"
+    if e.kind == "compute":
+        return f"worker {e.worker} computed a gradient on v{e.computed_on}"
+    if e.kind == "wait":
+        where = "at the barrier (every worker must push before v" + str(at) + " moves on)" \
+            if e.reason == "barrier" else "at the SSP gate (it is too many clocks ahead of the slowest)"
+        return f"worker {e.worker} waits {where}"
+    if e.kind == "lost":
+        return f"worker {e.worker} was lost ({e.reason}); the run goes on without it"
+    if model.policy == "sync":
+        k = model.round_position[frame]
+        if k < n:
+            return (f"worker {e.worker} pushed its gradient computed on v{e.computed_on} "
+                    f"(stale by {e.staleness}); the server waits for {n - k} more before v{e.applied_to} moves")
+        return (f"worker {e.worker}'s push completes the round: the {n} gradients computed on "
+                f"v{e.computed_on} are averaged and applied to v{e.applied_to} → v{e.applied_to + 1} "
+                f"(stale by {e.staleness})")
+    return (f"worker {e.worker} computed on v{e.computed_on}; the server is at v{e.applied_to}; "
+            f"applied to v{e.applied_to} → v{e.applied_to + 1} (stale by {e.staleness})")
+
+
+def lane_y(lane):
+    """Top of a lane: 0 is the server, 1.. are the workers."""
+    return TOP + lane * (LANE + GAP)
+
+
+def timeline_svg(model, frame, width=720):
+    """Frame `frame` of the timeline as an SVG string."""
+    if not 0 <= frame < model.frames:
+        raise ValueError(f"frame={frame} is not allowed: frame must be in 0..{model.frames - 1}")
+    t_now = float(model.now[frame])
+    t0, t1 = model.window(frame)
+    plot = width - LEFT - RIGHT
+    x = lambda t: LEFT + (min(max(t, t0), t1) - t0) / (t1 - t0) * plot       # noqa: E731
+    height = lane_y(model.workers + 1) + AXIS
+    body = [rect(0, 0, width, height, "white", rx=0)]
+    at = model.version_at(frame)
+    body.append(text(LEFT, 14, f"{model.policy} · {model.workers} workers · server at v{at}",
+                     weight="600", size=12))
+    # lanes
+    body.append(text(LEFT - 8, lane_y(0) + 17, "server", anchor="end", weight="600"))
+    for w in range(model.workers):
+        y = lane_y(w + 1)
+        body.append(rect(LEFT, y, plot, LANE, "#FAFAFA", rx=0))
+        body.append(text(LEFT - 8, y + 17, f"worker {w}", anchor="end"))
+    # the server's versions
+    for v in range(at + 1):
+        start = model.version_time[v]
+        end = model.version_time[v + 1] if v + 1 <= at else t_now
+        if end < t0 or start > t1:
+            continue
+        body.append(rect(x(start), lane_y(0), x(end) - x(start), LANE, COLORS["server"][v % 2],
+                         stroke="#9FB3CF", width=0.6, rx=0))
+        if x(end) - x(start) > 18:
+            body.append(text((x(start) + x(end)) / 2, lane_y(0) + 17, f"v{v}", anchor="middle",
+                             weight="600"))
+    # compute bars and waits: those begun by now, clipped to now if still running
+    if model.intervals:
+        begun = np.nonzero(model.interval_start <= t_now)[0]
+        for j in begun:
+            i, e = model.intervals[j]
+            end = min(e.end, t_now) if i > frame else e.end
+            if end < t0:
+                continue
+            y = lane_y(e.worker + 1) + 3
+            x0, x1 = x(e.start), x(end)
+            current = i == frame
+            if e.kind == "compute":
+                body.append(rect(x0, y, x1 - x0, LANE - 6, COLORS["compute"],
+                                 stroke="#111" if current else "none", width=2 if current else 0,
+                                 opacity=1.0 if i <= frame else 0.55))
+                if x1 - x0 > 20:
+                    body.append(text((x0 + x1) / 2, y + 14, f"v{e.computed_on}", color="white",
+                                     anchor="middle", weight="600"))
+            else:
+                body.append(rect(x0, y, x1 - x0, LANE - 6, COLORS["wait"], opacity=0.7,
+                                 stroke="#111" if current else "none", width=2 if current else 0))
+                if x1 - x0 > 44:
+                    body.append(text((x0 + x1) / 2, y + 14, "waiting", anchor="middle", color="#444"))
+    # pulls, pushes and losses: those that have happened
+    if model.points:
+        shown = np.nonzero((model.point_time >= t0) & (model.point_time <= t1))[0]
+        for j in shown:
+            i, e = model.points[j]
+            if i > frame:
+                continue
+            xe, yw = x(e.time), lane_y(e.worker + 1)
+            current = i == frame
+            if e.kind == "pull":
+                body.append(line(xe, lane_y(0) + LANE, xe + 5, yw, COLORS["pull"], 2.5 if current else 1,
+                                 head="pull", opacity=1.0 if current else 0.6))
+            elif e.kind == "push":
+                kind = "stale" if e.staleness > 0 else "fresh"
+                body.append(line(xe - 5, yw, xe, lane_y(0) + LANE, COLORS[kind], 3 if current else 1.4,
+                                 head=kind))
+                if current or (e.staleness > 0 and len(shown) < 60):
+                    body.append(text(xe + 3, yw - 3, f"stale {e.staleness}" if e.staleness else "fresh",
+                                     color=COLORS[kind], size=10, weight="600" if current else None))
+            else:
+                body.append(text(xe, yw + 18, "✕", color=COLORS["lost"], size=16, anchor="middle"))
+    # now, and a time axis
+    body.append(line(x(t_now), TOP - 4, x(t_now), lane_y(model.workers + 1), COLORS["now"], 1,
+                     dash="3,3"))
+    base = lane_y(model.workers + 1) + 4
+    unit = "" if model.trace.meta.get("clock") != "wall" else " s"
+    for tick in np.linspace(t0, t1, 5):
+        body.append(text(x(tick), base + 12, f"{tick:.3g}{unit}", anchor="middle", color="#666",
+                         size=10))
+    return svg(width, height, body, "asyncps-timeline")
+
+
+def static_html(model, frame=None, width=720):
+    """One informative frame (the first stale push, else the middle) with its caption: the fallback
+    that GitHub, nbviewer and exported HTML show where widgets don't run."""
+    if frame is None:
+        stale = model.first_stale_push()
+        frame = stale if stale is not None else model.frames // 2
+    return (f'<div class="asyncps-static">{timeline_svg(model, frame, width)}'
+            f'<p><b>frame {frame}</b>: {escape(caption(model, frame))}</p></div>')

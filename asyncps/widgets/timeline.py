@@ -1,0 +1,83 @@
+"""Timeline: the v0/v1 timeline of a run as a widget — Play/Pause, step, speed and a frame slider.
+
+It only renders a Run or Trace (simulated or real); all drawing is in render_timeline.
+Playback runs in the browser (Play is linked to the slider there); each frame is
+drawn by the kernel when the slider moves.
+"""
+import ipywidgets as widgets
+
+from ..core.trace import Run, Trace
+from . import render_timeline as rt
+
+
+def as_trace(run_or_trace, name="run_or_trace"):
+    if isinstance(run_or_trace, Run):
+        return run_or_trace.trace
+    if isinstance(run_or_trace, Trace):
+        return run_or_trace
+    raise TypeError(f"{name}={run_or_trace!r:.60} is not allowed: {name} must be an asyncps Run "
+                    f"(what simulate/train return) or a Trace")
+
+
+class Timeline(widgets.VBox):
+    """Timeline(run) shows frame 0; `frame=` picks another; `.state` says what is shown, as text."""
+
+    def __init__(self, run_or_trace, frame=0, width=720, interval=600):
+        self.model = rt.TimelineModel(as_trace(run_or_trace))
+        self.width = width
+        last = self.model.frames - 1
+        if frame == "stale":
+            frame = self.model.first_stale_push() or 0
+        if isinstance(frame, bool) or not isinstance(frame, int) or not 0 <= frame <= last:
+            raise ValueError(f"frame={frame!r} is not allowed: frame must be an integer in 0..{last} "
+                             f"or 'stale' (the first stale push)")
+        self.play = widgets.Play(value=frame, min=0, max=last, step=1, interval=interval,
+                                 description="Play", show_repeat=False)
+        self.slider = widgets.IntSlider(value=frame, min=0, max=last, description="frame",
+                                        continuous_update=True, layout=widgets.Layout(width="360px"))
+        widgets.jslink((self.play, "value"), (self.slider, "value"))
+        self.back = widgets.Button(description="◀ step", layout=widgets.Layout(width="72px"))
+        self.forward = widgets.Button(description="step ▶", layout=widgets.Layout(width="72px"))
+        self.speed = widgets.IntSlider(value=max(1, min(10, round(3000 / interval))), min=1, max=10,
+                                       description="speed", layout=widgets.Layout(width="220px"))
+        self.view = widgets.HTML()
+        self.caption = widgets.HTML()
+        self.back.on_click(lambda _: self.step(-1))
+        self.forward.on_click(lambda _: self.step(+1))
+        self.speed.observe(lambda change: setattr(self.play, "interval", int(3000 / change["new"])),
+                           "value")
+        self.slider.observe(lambda change: self.draw(change["new"]), "value")
+        controls = widgets.HBox([self.play, self.back, self.forward, self.slider, self.speed])
+        super().__init__([controls, self.view, self.caption])
+        self.add_class("asyncps-timeline-widget")
+        self.draw(frame)
+
+    @property
+    def frame(self):
+        return self.slider.value
+
+    @frame.setter
+    def frame(self, value):
+        self.slider.value = value
+
+    def step(self, by):
+        self.slider.value = min(max(self.slider.value + by, 0), self.slider.max)
+
+    def draw(self, frame):
+        self.view.value = rt.timeline_svg(self.model, frame, self.width)
+        self.caption.value = f'<div class="asyncps-caption">{rt.escape(rt.caption(self.model, frame))}</div>'
+
+    @property
+    def state(self):
+        """What the widget shows now, as text (for notebooks that check it without a browser)."""
+        f = self.frame
+        return (f"frame {f}/{self.model.frames - 1}: server at v{self.model.version_at(f)}; "
+                f"{rt.caption(self.model, f)}")
+
+    def __repr__(self):
+        return f"Timeline({self.model.frames} frames; {self.state})"
+
+    def _repr_mimebundle_(self, **kwargs):
+        bundle = super()._repr_mimebundle_(**kwargs) or {}
+        bundle["text/html"] = rt.static_html(self.model, width=self.width)    # where widgets don't run
+        return bundle
