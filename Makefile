@@ -1,6 +1,8 @@
 # Two commands do all set-up on a fresh machine with Python 3.11+ and make:
 #   make lab    create .venv, install asyncps and its dependencies, start JupyterLab on notebooks/
-#   make test   create .venv if missing, run the whole test suite
+#   make test   create .venv if missing, run the whole test suite (browser tests included:
+#               as root, where Chromium is missing, it installs Debian's chromium first)
+#   make demo   serve the Playground with Voila on 127.0.0.1 (classroom mode)
 PYTHON ?= python3
 VENV   ?= .venv
 PY      = $(VENV)/bin/python
@@ -9,7 +11,9 @@ STAMP   = $(VENV)/.installed
 # (torch>=2.3) is already satisfied and pip never pulls a multi-GB CUDA build.
 TORCH  ?= torch==2.13.0
 
-.PHONY: lab test venv clean
+CHROMIUM ?= /usr/bin/chromium
+
+.PHONY: lab test demo venv browser bench clean
 
 venv: $(STAMP)
 
@@ -19,11 +23,26 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -e ".[test]"
 	touch $(STAMP)
 
+# Debian's Chromium for the browser tests (Playwright drives it; never `playwright install`).
+browser:
+	@if [ -x "$(CHROMIUM)" ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "installing Debian's chromium for the browser tests"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	else echo "make: no Chromium at $(CHROMIUM) and not root: the browser tests will skip (CI=true: fail)"; fi
+
 lab: $(STAMP)
 	$(VENV)/bin/jupyter lab --notebook-dir=notebooks --ServerApp.ip=127.0.0.1 --no-browser
 
-test: $(STAMP)
+demo: $(STAMP)
+	$(VENV)/bin/voila notebooks/playground.ipynb --no-browser --Voila.ip=127.0.0.1 \
+		--token=$$($(PY) -c "import secrets; print(secrets.token_hex(16))")
+
+test: $(STAMP) browser
 	$(PY) -m pytest
+
+bench: $(STAMP)
+	$(PY) scripts/bench_widgets.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -50,7 +50,7 @@ def test_ci_runs_make_test_and_nothing_else():
     lines = [line.strip() for line in (ROOT / ".ci/run").read_text().splitlines()
              if line.strip() and not line.strip().startswith("#")]
     assert lines[-1] in ("exec make test", "make test")
-    assert all(line.startswith(("set ", "cd ")) for line in lines[:-1])
+    assert all(line.startswith(("set ", "cd ", "export CI=true")) for line in lines[:-1])
     assert "|| true" not in (ROOT / ".ci/run").read_text()
 
 

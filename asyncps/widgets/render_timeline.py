@@ -115,7 +115,7 @@ def timeline_svg(model, frame, width=720):
     body = [rect(0, 0, width, height, "white", rx=0)]
     at = model.version_at(frame)
     body.append(text(LEFT, 14, f"{model.policy} · {model.workers} workers · server at v{at}",
-                     weight="600", size=12))
+                     weight="600", size=12, cls="aps-status"))
     # lanes
     body.append(text(LEFT - 8, lane_y(0) + 17, "server", anchor="end", weight="600"))
     for w in range(model.workers):

@@ -34,8 +34,9 @@ def line(x1, y1, x2, y2, color, width=1.0, dash=None, head=None, opacity=1.0):
             f'stroke-width="{width}" opacity="{opacity}"{extra}/>')
 
 
-def text(x, y, content, color=None, size=None, anchor="start", weight=None):
+def text(x, y, content, color=None, size=None, anchor="start", weight=None, cls=None):
     attrs = f' fill="{color or COLORS["text"]}"'
+    attrs += f' class="{cls}"' if cls else ""
     attrs += f' font-size="{size}"' if size else ""
     attrs += f' font-weight="{weight}"' if weight else ""
     return f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}"{attrs}>{escape(str(content))}</text>'

@@ -1,0 +1,116 @@
+"""JupyterLab and Voila on 127.0.0.1 for the browser tests: own config dirs, a token, stopped by PID.
+
+Adapted from shared/recipes/lab_widget_check.py (the races it found are handled here too: wait for
+the kernel to be attached *and* idle, take the first "Run All Cells", wait for the Play icon).
+"""
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+CHROME_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+               "--disable-background-networking", "--disable-component-update", "--disable-sync",
+               "--disable-dev-shm-usage"]
+
+
+def require_browser():
+    """Skip (or, with CI=true, fail) when Chromium or Playwright is missing, naming what is."""
+    missing = []
+    if not os.path.exists(CHROMIUM):
+        missing.append(f"Chromium at {CHROMIUM} (Debian: apt-get install chromium; `make test` does "
+                       f"this when run as root; or set CHROMIUM=/path/to/chromium)")
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        missing.append("the Python package playwright (pip install playwright; `make test` does)")
+    if missing:
+        message = "browser test needs " + " and ".join(missing)
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail("CI=true: " + message)
+        pytest.skip(message)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _isolated_env(work):
+    settings = work / "settings" / "@jupyterlab"
+    (settings / "notebook-extension").mkdir(parents=True)
+    (settings / "notebook-extension" / "tracker.jupyterlab-settings").write_text(
+        json.dumps({"windowingMode": "none"}))            # every cell's output stays in the DOM
+    (settings / "apputils-extension").mkdir(parents=True)
+    (settings / "apputils-extension" / "notification.jupyterlab-settings").write_text(
+        json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+    return dict(os.environ, JUPYTER_CONFIG_DIR=str(work / "cfg"), JUPYTER_RUNTIME_DIR=str(work / "rt"),
+                JUPYTERLAB_SETTINGS_DIR=str(work / "settings"),
+                JUPYTERLAB_WORKSPACES_DIR=str(work / "ws"))
+
+
+class Server:
+    """A server process in its own process group, so its kernels go down with it."""
+
+    def __init__(self, cmd, work, url_path, env):
+        self.port, self.token = free_port(), secrets.token_hex(16)
+        cmd = [c.format(port=self.port, token=self.token) for c in cmd]
+        self.log = work / "server.log"
+        self.proc = subprocess.Popen(cmd, env=env, stdout=open(self.log, "w"), stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+        self.url = f"http://127.0.0.1:{self.port}{url_path}?token={self.token}"
+        self._wait(f"http://127.0.0.1:{self.port}/api/status?token={self.token}")
+
+    def _wait(self, url, seconds=90):
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("the server exited:\n" + self.log.read_text())
+            try:
+                with urllib.request.urlopen(url, timeout=1) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                time.sleep(0.2)
+        self.stop()
+        raise TimeoutError("the server did not come up:\n" + self.log.read_text())
+
+    def stop(self):
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+
+
+def lab(root, work, notebook):
+    cmd = [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--port={port}",
+           "--ServerApp.ip=127.0.0.1", "--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
+           "--ServerApp.port_retries=0", "--allow-root", "--LabApp.news_url=None",
+           "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+    return Server(cmd, work, f"/lab/tree/{notebook}", _isolated_env(work))
+
+
+def voila(root, work, notebook):
+    cmd = [sys.executable, "-m", "voila", str(Path(root) / notebook), "--no-browser", "--port={port}",
+           "--Voila.ip=127.0.0.1", "--token={token}", "--Voila.port_retries=0"]
+    server = Server.__new__(Server)
+    server.port, server.token = free_port(), secrets.token_hex(16)
+    cmd = [c.format(port=server.port, token=server.token) for c in cmd]
+    server.log = work / "server.log"
+    server.proc = subprocess.Popen(cmd, env=_isolated_env(work), stdout=open(server.log, "w"),
+                                   stderr=subprocess.STDOUT, start_new_session=True)
+    server.url = f"http://127.0.0.1:{server.port}/?token={server.token}"
+    server._wait(server.url)
+    return server

@@ -1,0 +1,141 @@
+"""Real browser: JupyterLab and Voila on 127.0.0.1, headless Debian Chromium driven by Playwright."""
+import shutil
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+import asyncps as aps
+from servers import CHROME_ARGS, CHROMIUM, lab, require_browser, voila
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "build" / "browser"
+RUN = ("run = aps.simulate(aps.problems.Quadratic(curvature=[1.0, 4.0], x0=[1.0, 1.0]), workers=2,\n"
+       "                   policy='async', lr=0.1, steps=4, compute_times=[1, 1.5])")
+CELLS = ["import asyncps as aps", RUN, "tl = aps.widgets.Timeline(run, interval=250)\ntl"]
+
+
+def expected_model():
+    namespace = {"aps": aps}
+    exec(RUN, namespace)
+    return aps.widgets.TimelineModel(namespace["run"].trace)
+
+
+@pytest.fixture
+def browser_page(tmp_path):
+    require_browser()
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROME_ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 1200})
+        page.set_default_timeout(30_000)
+        errors = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        try:
+            yield page
+            assert not errors, errors
+        finally:
+            browser.close()
+
+
+def failed(page, name):
+    """Keep what the browser saw when a check failed."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"FAILED-{name}.png"), full_page=True)
+
+
+@pytest.mark.timeout(240)
+def test_timeline_plays_in_jupyterlab(tmp_path, browser_page):
+    from playwright.sync_api import expect
+
+    page = browser_page
+    root = tmp_path / "root"
+    root.mkdir()
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in CELLS])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)",
+                                 "language": "python"}
+    nbformat.write(nb, root / "timeline.ipynb")
+    model = expected_model()
+    server = lab(root, tmp_path, "timeline.ipynb")
+    try:
+        page.goto(server.url)
+        idle = page.locator("#jp-main-statusbar").get_by_text("Python 3 (ipykernel) | Idle")
+        expect(idle).to_be_visible(timeout=90_000)
+        page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+        page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
+        status = page.locator(".jp-OutputArea-output svg.asyncps-timeline text.aps-status")
+        caption = page.locator(".jp-OutputArea-output .asyncps-caption")
+        expect(status).to_contain_text("server at v0", timeout=90_000)
+        expect(page.locator("svg.asyncps-timeline text", has_text="v0").first).to_be_visible()
+        # Play: the frames advance in the browser until the last one
+        page.locator(".widget-play button").first.click()
+        seen, deadline = [], time.time() + 30
+        last = model.frames - 1
+        while time.time() < deadline:
+            t = status.text_content()
+            if not seen or seen[-1] != t:
+                seen.append(t)
+            if t.endswith(f"server at v{model.version_at(last)}") and \
+                    caption.text_content() == aps.widgets.caption(model, last):
+                break
+            time.sleep(0.05)
+        assert any(s.endswith("server at v1") for s in seen), seen
+        assert seen[-1].endswith(f"server at v{model.version_at(last)}") and len(seen) >= 3, seen
+        expect(page.locator(".widget-play button").first.locator("i.fa-play")).to_be_attached()
+        # the slider, back two frames by keyboard
+        handle = page.locator(".widget-slider .noUi-handle").first
+        handle.focus()
+        handle.press("ArrowLeft")
+        handle.press("ArrowLeft")
+        expect(caption).to_have_text(aps.widgets.caption(model, last - 2))
+        # to the first stale push: Home, then one frame at a time
+        stale = model.first_stale_push()
+        handle.press("Home")
+        for _ in range(stale):
+            handle.press("ArrowRight")
+        expect(caption).to_have_text(aps.widgets.caption(model, stale))
+        assert "(stale by 1)" in caption.text_content()
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.locator(".jp-Cell", has=page.locator(".widget-play")).screenshot(
+            path=str(ARTIFACTS / "lab_timeline.png"))              # docs/timeline-stale-push.png
+        shutil.copy(ARTIFACTS / "lab_timeline.png", tmp_path / "lab_timeline.png")
+    except BaseException:
+        failed(page, "lab")
+        raise
+    finally:
+        server.stop()
+
+
+@pytest.mark.timeout(240)
+def test_playground_renders_in_voila(tmp_path, browser_page):
+    from playwright.sync_api import expect
+
+    page = browser_page
+    root = tmp_path / "root"
+    shutil.copytree(ROOT / "notebooks", root, ignore=shutil.ignore_patterns("*.md"))
+    server = voila(root, tmp_path, "playground.ipynb")
+    try:
+        page.goto(server.url)
+        status = page.locator("svg.asyncps-timeline text.aps-status")
+        expect(status).to_contain_text("server at v", timeout=120_000)
+        caption = page.locator(".asyncps-caption").first
+        expect(page.locator(".widget-slider .widget-readout").first).to_be_visible()
+        before = caption.text_content()
+        changed = False
+        for _ in range(3):                      # a click before the widget manager is wired is lost
+            page.locator(".widget-play button").first.click()
+            deadline = time.time() + 8
+            while time.time() < deadline and not changed:
+                changed = caption.text_content() != before
+                time.sleep(0.1)
+            if changed:
+                break
+        assert changed, f"Play did not advance the Playground's timeline from {before!r}"
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "voila_playground.png"), full_page=True)
+    except BaseException:
+        failed(page, "voila")
+        raise
+    finally:
+        server.stop()
