@@ -63,3 +63,17 @@ def test_summaries_agree_with_the_events(lsq):
     assert trace.idle_time_per_worker().tolist() == [40.0, 20.0, 0.0]
     assert trace.summary()["versions"] == 20 and trace.duration == pytest.approx(60.0)
     assert "sync" in repr(run)
+
+
+def test_versions_and_time_to_reach_a_target(lsq):
+    run = aps.simulate(lsq, workers=4, policy="sync", lr=0.05, steps=100, compute_times=[1, 1, 1, 4])
+    target = run.losses[0] / 10
+    v = run.versions_to_reach(target)
+    assert run.losses[v] <= target < run.losses[v - 1]
+    assert run.time_to_reach(target) == pytest.approx(4.0 * v)       # one round every 4 time units
+    assert run.versions_to_reach(-1.0) is None and run.time_to_reach(-1.0) is None
+
+
+def test_event_times_are_plain_floats(lsq):
+    run = aps.simulate(lsq, workers=2, lr=0.05, steps=5, jitter=0.2, compute_times=[1, 2])
+    assert all(type(getattr(e, "time", getattr(e, "start", 0.0))) is float for e in run.trace.events)

@@ -140,6 +140,11 @@ class Trace:
             idle[w.worker] += w.end - w.start
         return idle
 
+    def version_times(self):
+        """times[v] = when version v was made (0 for v0): the last push applied to v - 1."""
+        made = {p.applied_to + 1: p.time for p in self.pushes}
+        return np.array([0.0] + [made.get(v, np.nan) for v in range(1, len(self.losses))])
+
     @property
     def duration(self):
         """Time from the start to the last event."""
@@ -220,6 +225,16 @@ class Run:
     @property
     def losses(self):
         return self.trace.losses
+
+    def versions_to_reach(self, loss):
+        """The first version whose loss is <= `loss`, or None if the run never got there."""
+        below = np.nonzero(np.asarray(self.losses) <= loss)[0]
+        return int(below[0]) if below.size else None
+
+    def time_to_reach(self, loss):
+        """When the server first reached `loss` (virtual time or seconds), or None."""
+        v = self.versions_to_reach(loss)
+        return None if v is None else float(self.trace.version_times()[v])
 
     def save(self, path):
         """Write the run to `path` (.npz) atomically: a crash mid-save keeps the previous file."""

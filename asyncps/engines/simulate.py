@@ -54,8 +54,8 @@ def simulate(problem, workers=2, policy="async", staleness=None, lr=0.1, lr_sche
         """Run worker k until it next needs time to pass or must wait."""
         for need in loops[k]:
             if need == COMPUTE:
-                factor = timing[k].lognormal(0.0, jitter) if jitter else 1.0
-                return wake(k, now + times[k] * factor)
+                factor = float(timing[k].lognormal(0.0, jitter)) if jitter else 1.0
+                return wake(k, now + float(times[k]) * factor)
             if need == SEND and comm_delay:
                 return wake(k, now + comm_delay)
             if need == GATE:

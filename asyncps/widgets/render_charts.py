@@ -79,8 +79,7 @@ def loss_curves(runs, by="version", width=340, height=220):
         if by == "version":
             xs = np.arange(len(losses))
         else:
-            made = {p.applied_to + 1: p.time for p in run.trace.pushes}
-            xs = np.array([0.0] + [made.get(v, np.nan) for v in range(1, len(losses))])
+            xs = run.trace.version_times()
         series.append((label, xs, losses, POLICY_COLORS.get(label, "#555")))
     unit = "time" if by != "version" else "server version"
     return lines_svg(series, f"loss per {unit}", unit, width=width, height=height)

@@ -1,0 +1,70 @@
+# %% [markdown]
+# # 00 · Start here
+#
+# **Learning goals**
+# - see a parameter server run, step by step, in the first minute;
+# - drive a widget: Play, step, and the frame slider;
+# - know which notebook answers which question of the lecture.
+
+# %% [markdown] slide
+# ## A first animation
+# Two workers share one parameter server. Each pulls the parameters (version **v0**), computes a
+# gradient and pushes it back. Worker 1 is slower, so by the time it pushes, worker 0 has already
+# moved the server to **v1**.
+
+# %%
+import asyncps as aps
+
+problem = aps.problems.Quadratic(curvature=[1.0, 4.0], x0=[1.0, 1.0])
+run = aps.simulate(problem, workers=2, policy="async", lr=0.1, steps=6, compute_times=[1, 1.5])
+timeline = aps.widgets.Timeline(run)
+timeline
+
+# %% [markdown] fragment
+# Press **▶** to play, **step ▶** / **◀ step** to move one event, or drag the **frame** slider.
+# The caption under the lanes narrates the current event. Red arrows are *stale* pushes.
+
+# %% [markdown] slide
+# ## What the widget shows, as text
+# Every widget has a `.state` that says in words what it shows — handy when the widget can't
+# render (a static page) and for checking your reading of the picture.
+
+# %%
+timeline.frame = run.trace.events.index(run.trace.pushes[1])    # the second push
+print(timeline.state)
+
+# %% [markdown] fragment
+# Worker 1's gradient was computed on v0, but the server had already moved to v1: it is applied
+# to v1 anyway. That is the whole lecture in one sentence — the rest asks *why that still works*.
+
+# %% [markdown] slide
+# ## The trace behind it
+# Every run — simulated or real — produces one `Trace` of events: Pull, Compute, Push, Wait.
+# A Push knows the version it was `computed_on`, the version it was `applied_to`, and its
+# `staleness` (their difference).
+
+# %%
+for push in run.trace.pushes[:4]:
+    print(push)
+
+# %% [markdown] slide
+# ## The map of the lecture
+# | notebook | the question it answers |
+# |---|---|
+# | `01-synchronous-ps` | what is a parameter server; what does the barrier cost? |
+# | `02-asynchronous-ps` | what happens without the barrier: v0, v1 and the stale push |
+# | `03-does-it-still-converge` | "the gradients are similar" versus "more compute, more iterations" |
+# | `04-bounded-staleness` | SSP: between sync and async |
+# | `05-local-updates` | why can't a worker just update its own copy? |
+# | `06-threads-processes-gpus` | the same algorithms on real threads and processes |
+# | `07-several-machines` | torch.distributed: one server, workers on several machines |
+# | `playground` | every knob on one screen (`make demo` serves it in Voila) |
+
+# %% [markdown] slide
+# ## Check your understanding
+# 1. In the animation, which version did worker 1 read, and which version did its gradient land on?
+# 2. How many versions does the server make when two workers each push once (async)?
+# 3. Where would you look in `run.trace` to find every stale push?
+#
+# Next: [01 · The synchronous parameter server](01-synchronous-ps.ipynb). Assignments live in
+# `../exercises/` (start with [01 · the asynchronous push](../exercises/01-async-push.ipynb)).

@@ -1,0 +1,114 @@
+#!/usr/bin/env python
+"""Build the lecture notebooks from their sources, executed with the package (never edited by hand).
+
+    python scripts/notebooks.py              build every notebooks/src/*.py -> notebooks/*.ipynb
+    python scripts/notebooks.py 02 03        build those whose names start with 02, 03
+    python scripts/notebooks.py --check      do the .ipynb cells match their sources? (exit 1 if not)
+
+A source is a Python file in "percent" format. A cell starts with a marker line:
+
+    # %% [markdown] slide          a markdown cell (its lines start with "# ") on a new slide
+    # %%                           a code cell that continues the current slide
+    # %% fragment tags=nbval-ignore-output
+
+Slide types: slide, subslide, fragment, skip, notes, - (default: a markdown cell that opens with
+a heading starts a slide, every other cell continues). `make slides` turns them into a deck.
+"""
+import re
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCES, OUT = ROOT / "notebooks" / "src", ROOT / "notebooks"
+MARKER = re.compile(r"^# %%(?P<md> \[markdown\])?(?P<rest>.*)$")
+SLIDE_TYPES = ("slide", "subslide", "fragment", "skip", "notes", "-")
+KERNEL = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+
+
+def parse(path):
+    """The notebook a source describes (no outputs)."""
+    cells, current = [], None
+    for line in Path(path).read_text().splitlines():
+        m = MARKER.match(line)
+        if m:
+            current = {"markdown": bool(m["md"]), "lines": [], "slide": None, "tags": []}
+            for word in m["rest"].split():
+                if word.startswith("tags="):
+                    current["tags"] = word[5:].split(",")
+                elif word in SLIDE_TYPES:
+                    current["slide"] = word
+                else:
+                    raise ValueError(f"{path}: unknown word {word!r} in cell marker {line!r}")
+            cells.append(current)
+        elif current is not None:
+            current["lines"].append(line)
+    notebook = nbformat.v4.new_notebook(metadata={"kernelspec": KERNEL,
+                                                  "language_info": {"name": "python"}})
+    for cell in cells:
+        lines = cell["lines"]
+        while lines and not lines[-1].strip():
+            lines.pop()
+        if cell["markdown"]:
+            source = "\n".join(line[2:] if line.startswith("# ") else line.lstrip("#") for line in lines)
+            new = nbformat.v4.new_markdown_cell(source)
+            default = "slide" if source.startswith("#") else "-"
+        else:
+            new = nbformat.v4.new_code_cell("\n".join(lines))
+            default = "-"
+        new.metadata["slideshow"] = {"slide_type": cell["slide"] or default}
+        if cell["tags"]:
+            new.metadata["tags"] = cell["tags"]
+        notebook.cells.append(new)
+    return notebook
+
+
+def _strip_ids(nb):
+    return [(c.cell_type, c.source, dict(c.metadata)) for c in nb.cells]
+
+
+def build(src):
+    nb = parse(src)
+    start = time.perf_counter()
+    NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(OUT)}}).execute()
+    nb.metadata.pop("widgets", None)                    # widget state churns on every run
+    for i, cell in enumerate(nb.cells):
+        cell["id"] = f"cell-{i}"                       # stable ids: no churn in git
+        cell.metadata.pop("execution", None)
+    out = OUT / (src.stem + ".ipynb")
+    nbformat.write(nb, out)
+    return out, time.perf_counter() - start
+
+
+def check():
+    bad = []
+    for src in sorted(SOURCES.glob("*.py")):
+        out = OUT / (src.stem + ".ipynb")
+        if not out.exists():
+            bad.append(f"{out.name}: missing (run scripts/notebooks.py {src.stem[:2]})")
+            continue
+        built = nbformat.read(out, 4)
+        if _strip_ids(built) != _strip_ids(parse(src)):
+            bad.append(f"{out.name}: its cells differ from {src.relative_to(ROOT)} (rebuild it)")
+    return bad
+
+
+def main(argv):
+    if argv == ["--check"]:
+        bad = check()
+        print("\n".join(bad) or "every notebook matches its source")
+        return 1 if bad else 0
+    sources = sorted(SOURCES.glob("*.py"))
+    if argv:
+        sources = [s for s in sources if any(s.stem.startswith(a) for a in argv)]
+    for src in sources:
+        out, seconds = build(src)
+        print(f"{out.relative_to(ROOT)}: executed in {seconds:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
