@@ -13,7 +13,7 @@ TORCH  ?= torch==2.13.0
 
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: lab test demo venv browser bench clean
+.PHONY: lab test demo venv browser bench notebooks slides clean
 
 venv: $(STAMP)
 
@@ -40,6 +40,13 @@ demo: $(STAMP)
 
 test: $(STAMP) browser
 	$(PY) -m pytest
+
+notebooks: $(STAMP)
+	$(PY) scripts/notebooks.py
+
+slides: $(STAMP)
+	$(VENV)/bin/jupyter nbconvert --to slides notebooks/[0-9]*.ipynb --output-dir build/slides
+	@echo "slides in build/slides/ (they load reveal.js from a CDN when opened)"
 
 bench: $(STAMP)
 	$(PY) scripts/bench_widgets.py

@@ -39,7 +39,7 @@ def test_sync_frames_show_the_barrier_wait():
     assert waits
     texts = svg_texts(timeline_svg(model, waits[0]))
     assert "waiting" in texts
-    assert "waits at the barrier" in caption(model, waits[0])
+    assert "waited at the barrier from t=1 to t=3" in caption(model, waits[0])
     pushes = [i for i, e in enumerate(model.events) if e.kind == "push"]
     assert "server waits for 1 more" in caption(model, pushes[0])
     assert "averaged and applied to v0 → v1" in caption(model, pushes[1])

@@ -56,12 +56,24 @@ class UpdateRule:
 
     def __init__(self, lr, lr_schedule="constant", momentum=0.0):
         self.lr = checks.real("lr", lr, positive=True)
-        self.lr_schedule = checks.choice("lr_schedule", "constant" if lr_schedule is None else lr_schedule,
-                                         LR_SCHEDULES)
+        self.schedule = None
+        if callable(lr_schedule):                # a learner's own rate(lr, staleness) (exercise 4)
+            self.schedule, self.lr_schedule = lr_schedule, getattr(lr_schedule, "__name__", "custom")
+        else:
+            self.lr_schedule = checks.choice("lr_schedule",
+                                             "constant" if lr_schedule is None else lr_schedule,
+                                             LR_SCHEDULES + ("a function rate(lr, staleness)",))
         self.momentum = checks.real("momentum", momentum, minimum=0.0, below=1.0)
         self.velocity = None
 
     def rate(self, staleness):
+        if self.schedule is not None:
+            rate = self.schedule(self.lr, staleness)
+            if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not rate > 0 \
+                    or rate == float("inf"):
+                raise ValueError(f"lr_schedule({self.lr:g}, {staleness}) returned {rate!r}: a "
+                                 f"learning rate must be a finite number > 0")
+            return float(rate)
         return self.lr / (staleness + 1) if self.lr_schedule == "staleness" else self.lr
 
     def apply(self, params, grad, staleness):

@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import checks
+from . import checks, hooks
 from .policies import UpdateRule, make_policy
 from .trace import Lost, Pull, Push, Trace
 
@@ -34,9 +34,12 @@ class Snapshot(NamedTuple):
 class ParameterServer:
     def __init__(self, x0, workers=1, policy="async", staleness=None, lr=0.1,
                  lr_schedule="constant", momentum=0.0, loss=None, steps=None, storage=None,
-                 history=None):
+                 history=None, apply=None, average=None, gate=None):
         self.workers = checks.integer("workers", workers, minimum=1)
         self.policy = make_policy(policy, staleness)
+        # Exercise hooks: a learner's own push, round or gate, run by the real server (see hooks.py)
+        self.apply, self.average, self.gate = hooks.check(apply=apply, average=average, gate=gate,
+                                                          policy=self.policy.name)
         self.rule = UpdateRule(lr, lr_schedule, momentum)
         x0 = checks.vector("x0", x0)
         # `storage` lets an engine keep the parameters somewhere of its choosing (shared memory)
@@ -87,26 +90,43 @@ class ParameterServer:
         event = self.trace.record(Push(worker, computed_on, applied_to, applied_to - computed_on, time))
         self.clocks[worker] += 1
         if self.policy.averages:
-            if worker in self._round:
-                raise RuntimeError(f"worker {worker} pushed twice in the round on v{applied_to}: "
-                                   f"under policy='sync' it must wait at the barrier")
-            self._round[worker] = computed_on
-            self._round_sum += grad
-            if len(self._round) == self.workers:             # the barrier opens
-                self.rule.apply(self.params, self._round_sum / self.workers, 0)
-                self._round.clear()
-                self._round_sum[:] = 0.0
-                self._new_version()
+            self._push_to_round(worker, grad, applied_to)
+        elif self.apply is not None:
+            self.params[:] = hooks.run_apply(self.apply, self.params, self.version, grad, event,
+                                             self.rule.lr)
+            self._new_version()
         else:
             self.rule.apply(self.params, grad, event.staleness)
             self._new_version()
         return event
 
+    def _push_to_round(self, worker, grad, applied_to):
+        """sync: the round's gradients are averaged into one update once everyone has pushed."""
+        if worker in self._round:
+            raise RuntimeError(f"worker {worker} pushed twice in the round on v{applied_to}: "
+                               f"under policy='sync' it must wait at the barrier")
+        if self.average is not None:
+            self._round[worker] = grad.copy()
+            step = hooks.run_average(self.average, dict(self._round), self.workers, self.params)
+        else:
+            self._round[worker] = None
+            self._round_sum += grad
+            step = self._round_sum / self.workers if len(self._round) == self.workers else None
+        if step is not None:                                  # the barrier opens
+            self.rule.apply(self.params, step, 0)
+            self._round.clear()
+            self._round_sum[:] = 0.0
+            self._new_version()
+
     # -- what engines ask ---------------------------------------------------
     def may_start(self, worker):
         """Barrier / SSP gate: may this worker start its next iteration now?"""
         live = [c for c in self.clocks if c is not None]
-        return self.done or self.policy.may_start(self.clocks[worker], live)
+        if self.done:
+            return True
+        if self.gate is not None:
+            return hooks.run_gate(self.gate, self.clocks[worker], live, self.policy.bound)
+        return self.policy.may_start(self.clocks[worker], live)
 
     @property
     def done(self):

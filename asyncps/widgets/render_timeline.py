@@ -81,9 +81,13 @@ def caption(model, frame):
     if e.kind == "compute":
         return f"worker {e.worker} computed a gradient on v{e.computed_on}"
     if e.kind == "wait":
-        where = "at the barrier (every worker must push before v" + str(at) + " moves on)" \
-            if e.reason == "barrier" else "at the SSP gate (it is too many clocks ahead of the slowest)"
-        return f"worker {e.worker} waits {where}"
+        span = f"from t={e.start:.3g} to t={e.end:.3g}"
+        if e.reason == "barrier":
+            return (f"worker {e.worker} waited at the barrier {span}: every worker must push "
+                    f"before the server makes v{at}")
+        bound = model.trace.meta.get("staleness")
+        return (f"worker {e.worker} waited at the SSP gate {span}: it was more than s={bound} clocks "
+                f"ahead of the slowest worker")
     if e.kind == "lost":
         return f"worker {e.worker} was lost ({e.reason}); the run goes on without it"
     if model.policy == "sync":

@@ -1,0 +1,133 @@
+# %% [markdown]
+# # 01 · The synchronous parameter server
+#
+# **Learning goals**
+# - name the parts: workers, the server, its parameters and their **version**; pull and push;
+# - follow one synchronous (BSP) round: everyone pulls v0, everyone pushes, the server averages;
+# - measure what the **barrier** costs when one worker is slow (a straggler).
+
+# %% [markdown] slide
+# ## The parts
+# The **server** keeps the parameters and a version counter: v0, v1, v2, … A **worker** *pulls* a
+# copy of the parameters (and learns their version), computes a gradient on its share of the data,
+# and *pushes* the gradient back. Let us drive a server by hand.
+
+# %%
+import asyncps as aps
+
+server = aps.ParameterServer([1.0, 1.0], workers=2, policy="sync", lr=0.5)
+params_0, version_0 = server.pull(0)
+params_1, version_1 = server.pull(1)
+print(f"both workers read v{version_0} and v{version_1}: {params_0}")
+
+# %% [markdown] fragment
+# Each worker computes a gradient on what it read and pushes it. Under `policy="sync"` the server
+# waits until **every** worker of the round has pushed, then applies their average once.
+
+# %%
+server.push(0, [1.0, 0.0], computed_on=version_0)
+print("after worker 0's push: server at", f"v{server.version}", "- it waits for worker 1")
+server.push(1, [0.0, 1.0], computed_on=version_1)
+print("after worker 1's push: server at", f"v{server.version}", "with parameters", server.params)
+
+# %% [markdown] fragment
+# The average of `[1, 0]` and `[0, 1]` is `[0.5, 0.5]`; times `lr = 0.5` that is a step of `0.25`:
+# one round, one new version.
+
+# %% [markdown] slide
+# ## One round, animated
+# The simulator runs the same server with a virtual clock. Three workers, each needs one time unit
+# per gradient.
+
+# %%
+problem = aps.problems.LeastSquares(n=512, dim=10, seed=0)
+equal = aps.simulate(problem, workers=3, policy="sync", lr=0.05, steps=3, compute_times=[1, 1, 1])
+aps.widgets.Timeline(equal)
+
+# %%
+for push in equal.trace.pushes[:3]:
+    print(push)
+
+# %% [markdown] fragment
+# All three gradients of round 1 were computed on v0 and applied to v0: **staleness 0**. The server
+# moves to v1 only when the last of them arrives.
+
+# %% [markdown] slide
+# ## A straggler
+# Now worker 3 needs 4 time units per gradient. Everyone else finishes after 1 and then waits at the
+# barrier (grey).
+
+# %%
+straggler = aps.simulate(problem, workers=4, policy="sync", lr=0.05, steps=20,
+                         compute_times=[1, 1, 1, 4])
+timeline = aps.widgets.Timeline(straggler)
+timeline.frame = straggler.trace.events.index(straggler.trace.waits[0])
+timeline
+
+# %%
+print(timeline.state)
+
+# %% [markdown] slide
+# ## What the barrier costs, measured
+
+# %%
+duration = straggler.trace.duration
+idle = straggler.trace.idle_time_per_worker()
+for worker, seconds in enumerate(idle):
+    print(f"worker {worker}: idle {seconds:5.1f} of {duration:.0f} time units ({seconds / duration:.0%})")
+rate = len(straggler.trace.pushes) / duration
+print(f"gradients per time unit: {rate:.2f} (without the barrier the four could make {3 + 1 / 4:.2f})")
+
+# %% [markdown] fragment
+# Three workers sit idle three quarters of the time: a synchronous round is as slow as its slowest
+# worker. Notebook 02 removes the barrier.
+
+# %% [markdown] slide
+# ## Synchronous = one big batch
+# With equal shards and whole-shard gradients, averaging the 4 workers' gradients *is* the full-data
+# gradient: 4 synchronous workers take exactly the steps of one worker doing gradient descent.
+
+# %%
+four = aps.simulate(problem, workers=4, policy="sync", lr=0.05, steps=100)
+one = aps.simulate(problem, workers=1, policy="sync", lr=0.05, steps=100)
+gap = abs(four.params - one.params).max()
+print(f"largest difference after 100 versions: {'below 1e-12' if gap < 1e-12 else gap}")
+print(f"loss v0 {four.losses[0]:.4f} -> v100 {four.losses[-1]:.4f}")
+
+# %% [markdown] slide
+# ## Try it: how slow may the straggler be?
+# A plain function first …
+
+# %%
+def barrier_cost(slowdown):
+    """Fraction of the fast workers' time spent waiting when worker 3 is `slowdown` times slower."""
+    run = aps.simulate(problem, workers=4, policy="sync", lr=0.05, steps=20,
+                       compute_times=[1, 1, 1, slowdown])
+    return run.trace.idle_time_per_worker()[:3].mean() / run.trace.duration
+
+for slowdown in (1, 2, 4, 8):
+    print(f"straggler {slowdown}x slower: the others wait {barrier_cost(slowdown):.0%} of the time")
+
+# %% [markdown] fragment
+# … then the same function with a slider (move it; the printout follows).
+
+# %%
+import ipywidgets as widgets
+
+slowdown = widgets.FloatSlider(value=4, min=1, max=10, step=0.5, description="slowdown")
+answer = widgets.HTML()
+slowdown.observe(lambda _: setattr(answer, "value", f"the others wait {barrier_cost(slowdown.value):.0%}"),
+                 "value")
+answer.value = f"the others wait {barrier_cost(slowdown.value):.0%}"
+widgets.HBox([slowdown, answer])
+
+# %% [markdown] slide
+# ## Check your understanding
+# 1. In a synchronous round, which version is every gradient computed on, and which version is it
+#    applied to? What is its staleness?
+# 2. With compute times `[1, 1, 1, 4]`, why is the synchronous server limited to one gradient per time
+#    unit?
+# 3. Why do 4 synchronous workers with equal shards end exactly where 1 worker does?
+#
+# Exercise: [02 · the synchronous round](../exercises/02-sync-round.ipynb) — write the barrier and
+# the averaging yourself. Next: [02 · The asynchronous parameter server](02-asynchronous-ps.ipynb).

@@ -1,0 +1,152 @@
+# %% [markdown]
+# # 02 · The asynchronous parameter server
+#
+# **Learning goals**
+# - remove the barrier and see what changes: nobody waits, every push makes a new version;
+# - walk through the slide: two workers pull **v0**, one pushes (**v1**), the other's gradient —
+#   computed on v0 — is applied to v1 → **v2**, *stale by 1*;
+# - predict the staleness of N workers, and of a straggler.
+
+# %% [markdown] slide
+# ## v0, v1 and the stale push, by hand
+# On the slide the workers are called 1 and 2; in code we count from 0: worker 0 and worker 1.
+# Both pull v0.
+
+# %%
+import asyncps as aps
+
+server = aps.ParameterServer([1.0, 1.0], workers=2, policy="async", lr=0.5)
+read_0, v_0 = server.pull(0)
+read_1, v_1 = server.pull(1)
+print(f"worker 0 read v{v_0}, worker 1 read v{v_1}")
+
+# %% [markdown] fragment
+# Worker 0 is faster. It pushes its gradient; the server applies it at once: **v0 → v1**.
+
+# %%
+first = server.push(0, [1.0, 0.0], computed_on=v_0)
+print(first)
+print(f"server at v{server.version}: {server.params}")
+
+# %% [markdown] fragment
+# Now worker 1 pushes. Its gradient was computed on v0 — but the server is at v1. It is applied to
+# **v1**, making v2: stale by one version.
+
+# %%
+second = server.push(1, [0.0, 1.0], computed_on=v_1)
+print(second)
+print(f"server at v{server.version}: {server.params}")
+
+# %% [markdown] slide
+# ## Why v1, not v0?
+# The server keeps *one* copy of the parameters, the current one. "Applying to v0" would mean
+# undoing worker 0's step, adding worker 1's, and losing worker 0's work. Applying to v1 keeps both
+# steps: both coordinates moved by `0.5`. The price: worker 1's gradient describes the slope at v0,
+# not at v1 — that is what "stale" means.
+
+# %%
+print(f"staleness = applied_to - computed_on = {second.applied_to} - {second.computed_on} = {second.staleness}")
+
+# %% [markdown] slide
+# ## The same walk-through, animated
+# The simulator with worker 1 taking 1.5 time units per gradient, worker 0 taking 1.
+# The Timeline opens at the first stale push; step back and forth to replay the slide.
+
+# %%
+quadratic = aps.problems.Quadratic(curvature=[1.0, 4.0], x0=[1.0, 1.0])
+run = aps.simulate(quadratic, workers=2, policy="async", lr=0.1, steps=12, compute_times=[1, 1.5])
+timeline = aps.widgets.Timeline(run, frame="stale")
+timeline
+
+# %%
+print(timeline.state)
+
+# %% [markdown] slide
+# ## In parameter space
+# The same run on the 2-D quadratic: the orange dashed arrow is the gradient step *as computed* at
+# v0; the red arrow is the step actually taken from v1; green is what a fresh gradient at v1 would
+# do. The two views share one frame slider.
+
+# %%
+view = aps.widgets.ParameterView(run, quadratic, timeline=timeline)
+view
+
+# %%
+timeline.frame = 25
+print(timeline.state)
+print(view.state)
+
+# %% [markdown] slide
+# ## Many workers: how stale?
+# With N equal workers, each pushes and pulls at once; by the time it pushes again, the other N−1
+# have each pushed once. So in steady state **every push is N−1 versions stale**.
+
+# %%
+problem = aps.problems.LeastSquares(n=512, dim=10, seed=0)
+for workers in (2, 4, 8):
+    r = aps.simulate(problem, workers=workers, policy="async", lr=0.02, steps=200)
+    hist = r.trace.staleness_histogram()
+    common = int(hist.argmax())
+    print(f"{workers} workers: staleness {common} for {hist[common]} of {hist.sum()} pushes")
+
+# %% [markdown] fragment
+# The first pushes of a run are fresher (nobody has pushed yet); after that, N−1 exactly.
+
+# %% [markdown] slide
+# ## A straggler in the asynchronous server
+# Compute times `[1, 1, 1, 4]` again. Nobody waits now — but the straggler's gradients arrive after
+# the others have pushed many times.
+
+# %%
+from IPython.display import HTML
+
+slow = aps.simulate(problem, workers=4, policy="async", lr=0.02, steps=400, compute_times=[1, 1, 1, 4])
+HTML(aps.widgets.histogram_svg(slow.trace.staleness_histogram()))
+
+# %%
+by_worker = {w: [p.staleness for p in slow.trace.pushes if p.worker == w] for w in range(4)}
+for w, stale in by_worker.items():
+    print(f"worker {w}: {len(stale):3d} pushes, mean staleness {sum(stale) / len(stale):5.2f}")
+print(f"gradients per time unit: {len(slow.trace.pushes) / slow.trace.pushes[-1].time:.2f} "
+      f"(synchronous: 1.00)")
+
+# %% [markdown] fragment
+# Asynchrony turned the barrier's idle time into work: about 3.25 gradients per time unit instead of 1.
+# The bill arrives as staleness — the straggler's gradients are about 12 versions old. Notebook 03
+# asks whether that bill is worth paying.
+
+# %% [markdown] slide
+# ## Try it: staleness versus the number of workers
+# A plain function first …
+
+# %%
+import ipywidgets as widgets
+
+
+def staleness_of(workers):
+    r = aps.simulate(problem, workers=workers, policy="async", lr=0.01, steps=200)
+    return HTML(aps.widgets.histogram_svg(r.trace.staleness_histogram(),
+                                          title=f"{workers} workers: staleness of each push"))
+
+
+staleness_of(4)
+
+# %% [markdown] fragment
+# … then the same function behind a slider.
+
+# %%
+workers = widgets.IntSlider(value=4, min=1, max=16, description="workers")
+picture = widgets.HTML(staleness_of(4).data)
+workers.observe(lambda _: setattr(picture, "value", staleness_of(workers.value).data), "value")
+widgets.VBox([workers, picture])
+
+# %% [markdown] slide
+# ## Check your understanding
+# 1. Worker 1 pulled v0 and pushed when the server was at v1. Which version does its gradient
+#    describe, which version does it change, and which version does it create?
+# 2. Why can't the server apply the late gradient to v0 instead?
+# 3. With 8 equal workers, how stale is a typical push? With compute times `[1, 1, 1, 4]`, roughly
+#    how stale are the straggler's pushes, and why?
+#
+# Exercise: [01 · the asynchronous push](../exercises/01-async-push.ipynb) — write the push yourself
+# and watch it in the Timeline. Next: [03 · Does it still converge?](03-does-it-still-converge.ipynb)
