@@ -13,7 +13,7 @@ TORCH  ?= torch==2.13.0
 
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: lab test demo venv browser bench notebooks slides clean
+.PHONY: lab test demo venv browser bench notebooks slides solutions exercises grade clean
 
 venv: $(STAMP)
 
@@ -43,6 +43,16 @@ test: $(STAMP) browser
 
 notebooks: $(STAMP)
 	$(PY) scripts/notebooks.py
+
+# the assignments: solutions/src/*.py -> solutions/*.ipynb (executed) -> exercises/*.ipynb (stubs)
+solutions: $(STAMP)
+	$(PY) scripts/notebooks.py --solutions
+
+exercises: $(STAMP)
+	$(PY) -m asyncps.assignments solutions exercises
+
+grade: $(STAMP)
+	$(PY) -m asyncps.grade $(NB)
 
 slides: $(STAMP)
 	$(VENV)/bin/jupyter nbconvert --to slides notebooks/[0-9]*.ipynb --output-dir build/slides

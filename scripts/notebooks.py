@@ -1,9 +1,11 @@
 #!/usr/bin/env python
-"""Build the lecture notebooks from their sources, executed with the package (never edited by hand).
+"""Build the lecture notebooks and the assignment solutions from their sources, executed with the
+package (never edited by hand).
 
     python scripts/notebooks.py              build every notebooks/src/*.py -> notebooks/*.ipynb
     python scripts/notebooks.py 02 03        build those whose names start with 02, 03
-    python scripts/notebooks.py --check      do the .ipynb cells match their sources? (exit 1 if not)
+    python scripts/notebooks.py --solutions  build solutions/src/*.py -> solutions/*.ipynb
+    python scripts/notebooks.py --check      do all .ipynb cells match their sources? (exit 1 if not)
 
 A source is a Python file in "percent" format. A cell starts with a marker line:
 
@@ -13,7 +15,13 @@ A source is a Python file in "percent" format. A cell starts with a marker line:
 
 Slide types: slide, subslide, fragment, skip, notes, - (default: a markdown cell that opens with
 a heading starts a slide, every other cell continues). `make slides` turns them into a deck.
+
+Assignment solutions also carry nbgrader cell metadata (every other cell is locked):
+
+    # %% solution id=push task="Task 1.1: the asynchronous push"   code between ### BEGIN/END SOLUTION
+    # %% tests id=check-push points=2                              graded; may hold ### BEGIN HIDDEN TESTS
 """
+import shlex
 import re
 import sys
 import time
@@ -24,23 +32,29 @@ from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES, OUT = ROOT / "notebooks" / "src", ROOT / "notebooks"
+COURSE = {"notebooks": (SOURCES, OUT), "solutions": (ROOT / "solutions" / "src", ROOT / "solutions")}
 MARKER = re.compile(r"^# %%(?P<md> \[markdown\])?(?P<rest>.*)$")
 SLIDE_TYPES = ("slide", "subslide", "fragment", "skip", "notes", "-")
 KERNEL = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
 
 
-def parse(path):
-    """The notebook a source describes (no outputs)."""
+def parse(path, grader=None):
+    """The notebook a source describes (no outputs); `grader`: lock every cell for nbgrader."""
+    path = Path(path)
+    grader = path.parent.parent.name == "solutions" if grader is None else grader
     cells, current = [], None
     for line in Path(path).read_text().splitlines():
         m = MARKER.match(line)
         if m:
-            current = {"markdown": bool(m["md"]), "lines": [], "slide": None, "tags": []}
-            for word in m["rest"].split():
-                if word.startswith("tags="):
-                    current["tags"] = word[5:].split(",")
+            current = {"markdown": bool(m["md"]), "lines": [], "slide": None, "tags": [], "grader": {}}
+            for word in shlex.split(m["rest"]):
+                key, _, value = word.partition("=")
+                if key == "tags":
+                    current["tags"] = value.split(",")
                 elif word in SLIDE_TYPES:
                     current["slide"] = word
+                elif key in ("solution", "tests", "id", "points", "task"):
+                    current["grader"][key] = value or True
                 else:
                     raise ValueError(f"{path}: unknown word {word!r} in cell marker {line!r}")
             cells.append(current)
@@ -62,31 +76,48 @@ def parse(path):
         new.metadata["slideshow"] = {"slide_type": cell["slide"] or default}
         if cell["tags"]:
             new.metadata["tags"] = cell["tags"]
+        if grader or cell["grader"]:
+            new.metadata["nbgrader"] = _nbgrader(cell["grader"], len(notebook.cells))
+            if "task" in cell["grader"]:
+                new.metadata["asyncps"] = {"task": cell["grader"]["task"]}
         notebook.cells.append(new)
     return notebook
+
+
+def _nbgrader(marks, index):
+    """nbgrader's cell metadata (schema 3): solution cells, graded test cells, locked others."""
+    meta = {"schema_version": 3, "grade_id": marks.get("id", f"cell-{index}"), "solution": False,
+            "grade": False, "locked": True, "task": False}
+    if marks.get("solution"):
+        meta.update(solution=True, locked=False)
+    if marks.get("tests"):
+        meta.update(grade=True, points=int(marks.get("points", 1)))
+    return meta
 
 
 def _strip_ids(nb):
     return [(c.cell_type, c.source, dict(c.metadata)) for c in nb.cells]
 
 
-def build(src):
+def build(src, out_dir=OUT):
     nb = parse(src)
     start = time.perf_counter()
-    NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(OUT)}}).execute()
+    NotebookClient(nb, timeout=300, kernel_name="python3",
+                   resources={"metadata": {"path": str(out_dir)}}).execute()
     nb.metadata.pop("widgets", None)                    # widget state churns on every run
     for i, cell in enumerate(nb.cells):
         cell["id"] = f"cell-{i}"                       # stable ids: no churn in git
         cell.metadata.pop("execution", None)
-    out = OUT / (src.stem + ".ipynb")
+    out = out_dir / (src.stem + ".ipynb")
     nbformat.write(nb, out)
     return out, time.perf_counter() - start
 
 
 def check():
     bad = []
-    for src in sorted(SOURCES.glob("*.py")):
-        out = OUT / (src.stem + ".ipynb")
+    pairs = [(src, out_dir) for sources, out_dir in COURSE.values() for src in sorted(sources.glob("*.py"))]
+    for src, out_dir in pairs:
+        out = out_dir / (src.stem + ".ipynb")
         if not out.exists():
             bad.append(f"{out.name}: missing (run scripts/notebooks.py {src.stem[:2]})")
             continue
@@ -101,11 +132,14 @@ def main(argv):
         bad = check()
         print("\n".join(bad) or "every notebook matches its source")
         return 1 if bad else 0
-    sources = sorted(SOURCES.glob("*.py"))
+    which = "solutions" if "--solutions" in argv else "notebooks"
+    argv = [a for a in argv if a != "--solutions"]
+    src_dir, out_dir = COURSE[which]
+    sources = sorted(src_dir.glob("*.py"))
     if argv:
         sources = [s for s in sources if any(s.stem.startswith(a) for a in argv)]
     for src in sources:
-        out, seconds = build(src)
+        out, seconds = build(src, out_dir)
         print(f"{out.relative_to(ROOT)}: executed in {seconds:.1f} s")
     return 0
 

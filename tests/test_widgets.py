@@ -128,3 +128,10 @@ def test_charts_are_well_formed():
         texts = svg_texts(loss_curves(runs, by=by))
         assert {"sync", "async", "ssp"} <= set(texts)
     assert "mean 1.00" in svg_texts(histogram_svg([0, 10]))
+
+
+def test_the_static_frame_follows_the_chosen_frame():
+    run = two_worker_async()
+    tl = Timeline(run, frame=3)
+    assert "<b>frame 3</b>" in tl._repr_mimebundle_()["text/html"]
+    assert f"<b>frame {tl.model.first_stale_push()}</b>" in Timeline(run)._repr_mimebundle_()["text/html"]

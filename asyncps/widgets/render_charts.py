@@ -6,6 +6,7 @@ import numpy as np
 from .svg import COLORS, line, polyline, rect, svg, text
 
 POLICY_COLORS = {"sync": "#4C78A8", "async": "#E45756", "ssp": "#F58518"}
+PALETTE = ("#4C78A8", "#E45756", "#F58518", "#54A24B", "#B279A2", "#72B7B2", "#9D755D", "#FF9DA6")
 
 
 def lines_svg(series, title, xlabel, ylabel="loss", log_y=True, width=340, height=220):
@@ -80,6 +81,7 @@ def loss_curves(runs, by="version", width=340, height=220):
             xs = np.arange(len(losses))
         else:
             xs = run.trace.version_times()
-        series.append((label, xs, losses, POLICY_COLORS.get(label, "#555")))
+        color = POLICY_COLORS.get(label, PALETTE[len(series) % len(PALETTE)])
+        series.append((label, xs, losses, color))
     unit = "time" if by != "version" else "server version"
     return lines_svg(series, f"loss per {unit}", unit, width=width, height=height)

@@ -95,9 +95,11 @@ def caption(model, frame):
         if k < n:
             return (f"worker {e.worker} pushed its gradient computed on v{e.computed_on} "
                     f"(stale by {e.staleness}); the server waits for {n - k} more before v{e.applied_to} moves")
-        return (f"worker {e.worker}'s push completes the round: the {n} gradients computed on "
-                f"v{e.computed_on} are averaged and applied to v{e.applied_to} → v{e.applied_to + 1} "
-                f"(stale by {e.staleness})")
+        every = model.trace.meta.get("push_every") or 1
+        what = (f"{n} gradients computed on v{e.computed_on}" if every == 1 else
+                f"{n} pushes (each the sum of {every} local gradients, starting from v{e.computed_on})")
+        return (f"worker {e.worker}'s push completes the round: the {what} are averaged and applied "
+                f"to v{e.applied_to} → v{e.applied_to + 1} (stale by {e.staleness})")
     return (f"worker {e.worker} computed on v{e.computed_on}; the server is at v{e.applied_to}; "
             f"applied to v{e.applied_to} → v{e.applied_to + 1} (stale by {e.staleness})")
 

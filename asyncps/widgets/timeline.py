@@ -79,5 +79,6 @@ class Timeline(widgets.VBox):
 
     def _repr_mimebundle_(self, **kwargs):
         bundle = super()._repr_mimebundle_(**kwargs) or {}
-        bundle["text/html"] = rt.static_html(self.model, width=self.width)    # where widgets don't run
+        frame = self.frame or None               # frame 0 says little: show the first stale push
+        bundle["text/html"] = rt.static_html(self.model, frame, width=self.width)   # no widgets there
         return bundle
