@@ -116,7 +116,8 @@ def worker_loop(k, server, problem, shard, settings, rng, clock, copies):
         if not server.may_start(k):              # the barrier (sync) or the SSP gate
             start = clock()
             yield GATE
-            server.record(Wait(k, start, clock(), server.policy.wait_reason))
+            if clock() > start:                  # a gate that opened at the same instant cost nothing
+                server.record(Wait(k, start, clock(), server.policy.wait_reason))
             if _finished(server, settings, step):
                 return
         if settings.fetch_now(step):

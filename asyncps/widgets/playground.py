@@ -99,7 +99,8 @@ class Playground(widgets.VBox):
 
     @property
     def state(self):
-        return f"{self.settings()} | {self.message.value and rc_strip(self.message.value)}"
+        message = rc_strip(self.message.value)
+        return f"{self.settings()}" + (f" | {message}" if message else "")
 
     def __repr__(self):
         return f"Playground({self.settings()})"
