@@ -294,10 +294,15 @@ def run_rpc(server, problem, settings, shards, seed, slowdown, copies, timeout, 
 
     from .processes import dumps_problem, exit_reason, remote_error, shutdown, worker_context
 
-    if address not in (LOOPBACK, "localhost") and not allow_remote:
-        raise ValueError(f"address={address!r} is not allowed without allow_remote=True: the rpc engine "
-                         f"binds to 127.0.0.1 unless you ask; torch rpc unpickles what it receives, so "
-                         f"only open it on a network you trust")
+    if address not in (LOOPBACK, "localhost"):
+        if not allow_remote:
+            raise ValueError(f"address={address!r} is not allowed without allow_remote=True: the rpc "
+                             f"engine binds to 127.0.0.1 unless you ask; torch rpc unpickles what it "
+                             f"receives, so only open it on a network you trust")
+        import warnings
+        warnings.warn(f"asyncps rpc: listening on {address}, beyond loopback. torch rpc deserialises "
+                      f"messages with pickle: anyone who can reach this address can run code here; "
+                      f"use a trusted network only", RuntimeWarning, stacklevel=3)
     world, ctx = server.workers + 1, worker_context()
     payload = dumps_problem(problem)
     checkpoint = server.on_version                 # travels with the server: it saves on rank 0
