@@ -64,3 +64,9 @@ def test_hooks_must_fit_the_policy():
         aps.simulate(LSQ, policy="async", gate=good_gate)
     with pytest.raises(TypeError, match="apply=3"):
         aps.simulate(LSQ, apply=3)
+
+
+def test_a_gate_that_never_opens_is_blamed_not_the_simulator():
+    with pytest.raises(ValueError, match="gate returned False for every waiting worker"):
+        aps.simulate(LSQ, workers=2, policy="ssp", staleness=0, steps=10,
+                     gate=lambda c, cs, b: c - min(cs) < b)

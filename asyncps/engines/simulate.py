@@ -78,6 +78,11 @@ def simulate(problem, workers=2, policy="async", staleness=None, lr=0.1, lr_sche
                     else:
                         wake(j, now)
     if parked and not server.done:
+        if gate is not None:
+            raise ValueError(f"gate returned False for every waiting worker (clocks {server.clocks}, "
+                             f"bound {server.policy.bound:g}): nobody may start, so nobody can push "
+                             f"and the run can never go on. The slowest worker must always be "
+                             f"allowed to start")
         raise RuntimeError(f"simulation stalled at v{server.version}: workers {sorted(parked)} wait "
                            f"and nobody can push (please report this as a bug)")
     return Run(trace=server.trace, params=server.params.copy(), diverged=server.diverged,

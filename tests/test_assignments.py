@@ -1,0 +1,166 @@
+"""Assignments: exercises/ is generated from solutions/, leaks nothing, and the grader can fail.
+
+Strict nbval runs every solution notebook (solutions/ is in pytest's testpaths).
+"""
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from asyncps import grade as grader
+from asyncps.assignments import MARKERS, generate
+
+ROOT = Path(__file__).resolve().parents[1]
+SOLUTIONS, EXERCISES = ROOT / "solutions", ROOT / "exercises"
+NAMES = ["01-async-push", "02-sync-round", "03-ssp-gate", "04-staleness-lr",
+         "05-gradient-similarity", "06-local-updates"]
+
+# One deliberately wrong answer per assignment: (grade_id of the solution cell, the wrong code).
+WRONG = {
+    "01-async-push": ("async-push", '''
+def async_push(params, version, grad, computed_on, lr):
+    # wrong: as if the gradient were applied to the version it was computed on
+    return params - lr * grad, computed_on + 1, 0
+'''),
+    "02-sync-round": ("average", '''
+def average(grads, workers):
+    # wrong: no barrier, the first gradient goes through at once
+    return sum(grads.values()) / len(grads)
+'''),
+    "03-ssp-gate": ("ssp-gate", '''
+def gate(clock, clocks, bound):
+    # wrong: off by one, a worker exactly s ahead is held back
+    return clock - min(clocks) < bound
+'''),
+    "04-staleness-lr": ("staleness-lr", '''
+def staleness_lr(lr, staleness):
+    # wrong: divides by the staleness, not by staleness + 1
+    return lr / staleness if staleness else lr
+'''),
+    "05-gradient-similarity": ("cosine", '''
+def cosine(a, b):
+    # wrong: not divided by |b|
+    return float(np.dot(a, b) / np.linalg.norm(a))
+'''),
+    "06-local-updates": ("drift", '''
+def drift(copies):
+    # wrong: the mean distance, not the largest
+    distances = [float(np.linalg.norm(copies[i] - copies[j]))
+                 for i in range(len(copies)) for j in range(i + 1, len(copies))]
+    return float(np.mean(distances)) if distances else 0.0
+'''),
+}
+
+
+def test_every_assignment_has_a_solution_and_an_exercise():
+    assert sorted(p.stem for p in SOLUTIONS.glob("*.ipynb")) == NAMES
+    assert sorted(p.stem for p in EXERCISES.glob("*.ipynb")) == NAMES
+
+
+def test_regenerating_the_exercises_changes_nothing(tmp_path):
+    assert generate(SOLUTIONS, EXERCISES, check=True) == []
+    out = subprocess.run([sys.executable, "-m", "asyncps.assignments", "--check", str(SOLUTIONS),
+                          str(EXERCISES)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout
+    hand_edited = tmp_path / "exercises"
+    generate(SOLUTIONS, hand_edited)
+    first = sorted(hand_edited.glob("*.ipynb"))[0]
+    first.write_text(first.read_text().replace("Task", "Tsak", 1))
+    assert generate(SOLUTIONS, hand_edited, check=True) == [first]
+
+
+def _inside_markers(source, begin, end):
+    lines, inside = [], False
+    for line in source.splitlines():
+        if line.strip() == begin:
+            inside = True
+        elif line.strip() == end:
+            inside = False
+        elif inside and line.strip():
+            lines.append(line.strip())
+    return lines
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_no_solution_or_hidden_test_leaks_into_the_exercise(name):
+    solution = nbformat.read(SOLUTIONS / f"{name}.ipynb", 4)
+    exercise = nbformat.read(EXERCISES / f"{name}.ipynb", 4)
+    student_text = "\n".join(c.source for c in exercise.cells)
+    for begin, end in MARKERS.values():
+        assert begin not in student_text and end not in student_text
+    secret = [line for c in solution.cells for begin, end in MARKERS.values()
+              for line in _inside_markers(c.source, begin, end)]
+    assert secret, f"{name} has no solution or hidden-test lines at all"
+    leaked = [line for line in secret if len(line) > 12 and line in student_text]
+    assert leaked == [], f"{name} shows solution or hidden-test lines: {leaked}"
+    assert all(not c.get("outputs") for c in exercise.cells if c.cell_type == "code")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_nbgrader_metadata_is_complete(name):
+    cells = nbformat.read(SOLUTIONS / f"{name}.ipynb", 4).cells
+    ids = [c.metadata["nbgrader"]["grade_id"] for c in cells]
+    assert len(ids) == len(set(ids))
+    graded = [c for c in cells if c.metadata["nbgrader"]["grade"]]
+    solutions = [c for c in cells if c.metadata["nbgrader"]["solution"]]
+    assert graded and solutions and all(c.metadata["nbgrader"]["points"] > 0 for c in graded)
+    assert all("### BEGIN SOLUTION" in c.source for c in solutions)
+    assert all(c.metadata["nbgrader"]["locked"] for c in cells if c not in solutions)
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("name", NAMES)
+def test_the_solution_scores_full_points(name):
+    results = grader.grade(SOLUTIONS / f"{name}.ipynb", SOLUTIONS)
+    assert results and all(r.points == r.max_points for r in results), grader.report(results, name)
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("name", NAMES)
+def test_the_exercise_runs_with_its_stubs_and_scores_zero(name):
+    nb = nbformat.read(EXERCISES / f"{name}.ipynb", 4)
+    NotebookClient(nb, timeout=120, kernel_name="python3", allow_errors=True,
+                   resources={"metadata": {"path": str(EXERCISES)}}).execute()
+    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs
+              if o.output_type == "error"]
+    assert {e.ename for e in errors} == {"NotImplementedError"}, [(e.ename, e.evalue) for e in errors]
+    for cell in nb.cells:
+        if cell.metadata.get("nbgrader", {}).get("grade"):
+            assert any(o.output_type == "error" and o.ename == "NotImplementedError"
+                       for o in cell.outputs), cell.source[:80]
+    results = grader.grade(EXERCISES / f"{name}.ipynb", SOLUTIONS)
+    assert sum(r.points for r in results) == 0, grader.report(results, name)
+    assert all("NotImplementedError" in r.detail for r in results)
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("name", sorted(WRONG))
+def test_a_wrong_implementation_loses_its_points(name, tmp_path):
+    grade_id, wrong = WRONG[name]
+    nb = nbformat.read(SOLUTIONS / f"{name}.ipynb", 4)
+    (cell,) = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id]
+    cell.source = wrong.strip()
+    path = tmp_path / f"{name}.ipynb"
+    nbformat.write(nb, path)
+    results = grader.grade(path, SOLUTIONS)
+    lost = [r for r in results if r.points < r.max_points]
+    assert lost, grader.report(results, name)
+    assert sum(r.points for r in results) < sum(r.max_points for r in results)
+
+
+def test_the_grader_command_line(tmp_path):
+    run = lambda *args: subprocess.run([sys.executable, "-m", "asyncps.grade", *args],   # noqa: E731
+                                       capture_output=True, text=True, timeout=180)
+    missing = run(str(tmp_path / "nope.ipynb"))
+    assert missing.returncode == 2 and "no such file" in missing.stderr
+    full = run(str(SOLUTIONS / "01-async-push.ipynb"))
+    assert full.returncode == 0 and "total" in full.stdout and "4 / 4" in full.stdout
+    zero = run(str(EXERCISES / "01-async-push.ipynb"))
+    assert zero.returncode == 1 and "0 / 4" in zero.stdout
+    bad = tmp_path / "broken.ipynb"
+    bad.write_text("{not json")
+    broken = run(str(bad), "--solutions", str(SOLUTIONS))
+    assert broken.returncode == 2 and "not a readable notebook" in broken.stderr
