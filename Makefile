@@ -13,7 +13,7 @@ TORCH  ?= torch==2.13.0
 
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: lab test demo venv browser bench notebooks slides solutions exercises grade clean
+.PHONY: lab test demo venv browser bench bench-quick notebooks slides solutions exercises grade clean
 
 venv: $(STAMP)
 
@@ -59,7 +59,11 @@ slides: $(STAMP)
 	@echo "slides in build/slides/ (they load reveal.js from a CDN when opened)"
 
 bench: $(STAMP)
+	$(PY) -m asyncps.bench
 	$(PY) scripts/bench_widgets.py
+
+bench-quick: $(STAMP)
+	$(PY) -m asyncps.bench --quick --out build/benchmarks
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -125,3 +125,11 @@ def test_problem_from_functions_with_a_stochastic_gradient():
         x0=[0.0, 0.0])
     run = aps.simulate(prob, workers=3, policy="ssp", staleness=1, lr=0.1, steps=200, seed=1)
     np.testing.assert_allclose(run.params, target, atol=0.01)
+
+
+def test_loss_every_scores_every_nth_version_and_the_last(lsq):
+    run = aps.simulate(lsq, workers=2, lr=0.05, steps=25, loss_every=10)
+    scored = [v for v, loss in enumerate(run.losses) if not np.isnan(loss)]
+    assert scored == [0, 10, 20, 25] and len(run.losses) == 26 and not run.diverged
+    full = aps.simulate(lsq, workers=2, lr=0.05, steps=25)
+    assert [run.losses[v] for v in scored] == [full.losses[v] for v in scored]

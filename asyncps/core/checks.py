@@ -82,6 +82,18 @@ def vector(name, value, length=None, minimum=None, positive=False):
     return array
 
 
+def all_finite(array):
+    """True when no entry is NaN or inf: one summing pass (a non-finite entry makes the sum
+    non-finite), and the exact test only when the sum itself overflowed."""
+    try:
+        with np.errstate(all="ignore"):
+            if math.isfinite(float(np.sum(array))):
+                return True
+    except (TypeError, ValueError):
+        pass
+    return bool(np.all(np.isfinite(array)))
+
+
 def gradient(value, like, source="the gradient"):
     """A gradient must be a finite float array shaped like the parameters."""
     try:
@@ -92,7 +104,7 @@ def gradient(value, like, source="the gradient"):
     if g.shape != np.shape(like):
         raise ValueError(f"{source} returned an array of shape {g.shape}: it must have the "
                          f"parameters' shape {np.shape(like)}")
-    if not np.all(np.isfinite(g)):
+    if not all_finite(g):
         raise ValueError(f"{source} returned NaN or inf at finite parameters: a gradient must be "
                          f"finite (check the function for a division by zero or a log of 0)")
     return g

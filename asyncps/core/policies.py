@@ -13,6 +13,8 @@ worker may run ahead (`bound`: 0, infinity, s) and whether a round is averaged.
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 from . import checks
 
 POLICIES = ("sync", "async", "ssp")
@@ -65,6 +67,7 @@ class UpdateRule:
                                              LR_SCHEDULES + ("a function rate(lr, staleness)",))
         self.momentum = checks.real("momentum", momentum, minimum=0.0, below=1.0)
         self.velocity = None
+        self._step = None                        # scratch for lr * grad, reused by every push
 
     def rate(self, staleness):
         if self.schedule is not None:
@@ -77,8 +80,10 @@ class UpdateRule:
         return self.lr / (staleness + 1) if self.lr_schedule == "staleness" else self.lr
 
     def apply(self, params, grad, staleness):
-        """Update `params` in place with one (possibly stale) gradient."""
-        step = self.rate(staleness) * grad
+        """Update `params` in place with one (possibly stale) gradient (no temporary array)."""
+        if self._step is None or self._step.shape != grad.shape:
+            self._step = np.empty_like(params)
+        step = np.multiply(grad, self.rate(staleness), out=self._step)
         if self.momentum:
             if self.velocity is None:
                 self.velocity = step.copy()

@@ -34,7 +34,7 @@ class Snapshot(NamedTuple):
 class ParameterServer:
     def __init__(self, x0, workers=1, policy="async", staleness=None, lr=0.1,
                  lr_schedule="constant", momentum=0.0, loss=None, steps=None, storage=None,
-                 history=None, apply=None, average=None, gate=None):
+                 history=None, apply=None, average=None, gate=None, loss_every=1):
         self.workers = checks.integer("workers", workers, minimum=1)
         self.policy = make_policy(policy, staleness)
         # Exercise hooks: a learner's own push, round or gate, run by the real server (see hooks.py)
@@ -46,6 +46,8 @@ class ParameterServer:
         self.params = x0.copy() if storage is None else storage
         self.params[:] = x0
         self.steps = None if steps is None else checks.integer("steps", steps, minimum=0)
+        # the loss of every version costs a full pass over the data: big runs score every n-th
+        self.loss_every = checks.integer("loss_every", loss_every, minimum=1)
         self.version = 0
         self.clocks = [0] * self.workers          # pushes per worker: the SSP/BSP clock
         self._loss = loss
@@ -74,15 +76,17 @@ class ParameterServer:
         out[:] = self.params
         return Snapshot(out, self.version)
 
-    def push(self, worker, grad, computed_on, time=0.0):
+    def push(self, worker, grad, computed_on, time=0.0, checked=False):
         """Apply a gradient computed on version `computed_on` to the current version.
 
         Once the run is done (`steps` versions made, or diverged) a late push is
         dropped and None is returned: it was still in flight when the run ended.
+        `checked=True`: the engine's worker loop already checked the gradient (shape, finite).
         """
         if self.done:
             return None
-        grad = checks.gradient(grad, self.params, source=f"worker {worker}'s push")
+        if not checked:
+            grad = checks.gradient(grad, self.params, source=f"worker {worker}'s push")
         if not 0 <= computed_on <= self.version:
             raise ValueError(f"computed_on={computed_on} is not allowed: it must be a version the "
                              f"server has had, 0..{self.version}")
@@ -182,6 +186,9 @@ class ParameterServer:
         if self.history:
             self.trace.params.append(self.params.copy())
         if self._loss is None:
+            return
+        if self.version % self.loss_every and not self.done:
+            self.trace.losses.append(math.nan)                # not scored (loss_every)
             return
         with np.errstate(all="ignore"):
             value = float(self._loss(self.params))

@@ -36,11 +36,16 @@ class RemoteTraceback(Exception):
 class Remote:
     """The server as a worker process sees it: messages on a pipe, arrays in shared memory."""
 
-    def __init__(self, conn, policy, slot, flags):
+    def __init__(self, conn, policy, slot, flags, settings):
         self.policy, self._conn, self._flags = policy, conn, flags
         self._pulled, self._grad = slot[0], slot[1]
         self.params = self._grad                 # shape and dtype, for the loop's buffers
         self._events, self._may_start = [], True
+        # The plain async loop pulls right after every push: one message does both, and the
+        # server writes the new version straight into the pulled slot (the loop is done with it).
+        self._prefetch = (policy.bound == float("inf") and settings.push_every == 1
+                          and (settings.fetch_every or 1) == 1)
+        self._prefetched = None
 
     def _ask(self, *message):
         self._conn.send((*message, self._events))
@@ -52,11 +57,14 @@ class Remote:
         return bool(self._flags[0])
 
     def pull(self, worker, time):
+        if self._prefetched is not None:
+            version, self._prefetched = self._prefetched, None
+            return Snapshot(self._pulled, version)
         return Snapshot(self._pulled, self._ask("pull", time))
 
     def push(self, worker, grad, computed_on, time):
         self._grad[:] = grad
-        self._may_start = self._ask("push", computed_on, time)
+        self._may_start, self._prefetched = self._ask("push", computed_on, time, self._prefetch)
 
     def may_start(self, worker):
         return self.done or self.policy.bound == float("inf") or self._may_start
@@ -82,7 +90,7 @@ def _child(k, payload, shard, settings, seed, slowdown, slot, flags, conn, offse
 
         torch.set_num_threads(1)
         problem = cloudpickle.loads(payload).on_device(device)
-        remote = Remote(conn, policy, slot.numpy(), flags.numpy())
+        remote = Remote(conn, policy, slot.numpy(), flags.numpy(), settings)
         conn.send(("ready", []))
         start = conn.recv()                              # every worker starts together
         clock = lambda: offset + time.perf_counter() - start      # noqa: E731  (one clock: CLOCK_MONOTONIC)
@@ -235,9 +243,13 @@ def _serve(server, procs, conns, views, flags, clock, copies, timeout):
             if kind == "pull":
                 conns[k].send(server.pull(k, args[0], out=views[k, 0]).version)
             elif kind == "push":
-                server.push(k, views[k, 1], args[0], args[1])
+                computed_on, when, then_pull = args
+                server.push(k, views[k, 1], computed_on, when, checked=True)   # the worker checked it
                 flags[0] = server.done                 # before the reply: nobody starts after the end
-                conns[k].send(server.may_start(k))
+                version = None
+                if then_pull and not server.done:      # push + pull in one message
+                    version = server.pull(k, when, out=views[k, 0]).version
+                conns[k].send((server.may_start(k), version))
             elif kind == "gate":
                 if server.may_start(k):
                     conns[k].send(True)

@@ -45,13 +45,20 @@ def rpc_pull(k, time, events):
     return torch.from_numpy(params), version
 
 
-def rpc_push(k, grad, computed_on, time, events):
+def rpc_push(k, grad, computed_on, time, then_pull, events):
+    """Apply a push; with then_pull (the plain async loop), also return the next pull's answer."""
+    import torch
+
     server, cond = _STATE["server"], _STATE["cond"]
     with cond:
         _record(server, events)
-        server.push(k, grad.numpy(), computed_on, time)
+        server.push(k, grad.numpy(), computed_on, time, checked=True)   # the worker loop checked it
         cond.notify_all()                              # a push may open the barrier / SSP gate
-        return server.may_start(k), server.done
+        pulled = None
+        if then_pull and not server.done:
+            params, version = server.pull(k, time)
+            pulled = (torch.from_numpy(params), version)
+        return server.may_start(k), server.done, pulled
 
 
 def rpc_gate(k, events):
@@ -90,11 +97,15 @@ def rpc_done(k, local, events):
 class RemoteServer:
     """The server as an RPC worker sees it."""
 
-    def __init__(self, worker, policy, shape):
+    def __init__(self, worker, policy, shape, settings):
         import numpy as np
 
         self.worker, self.policy, self.params = worker, policy, np.zeros(shape)
         self._events, self._may_start, self._done = [], True, False
+        # the plain async loop pulls right after each push: one round trip does both
+        self._prefetch = (policy.bound == float("inf") and settings.push_every == 1
+                          and (settings.fetch_every or 1) == 1)
+        self._pulled = None
 
     def _call(self, fn, *args):
         import torch.distributed.rpc as rpc
@@ -107,13 +118,17 @@ class RemoteServer:
         return self._done
 
     def pull(self, worker, time):
-        params, version = self._call(rpc_pull, worker, time)
+        if self._pulled is not None:
+            (params, version), self._pulled = self._pulled, None
+        else:
+            params, version = self._call(rpc_pull, worker, time)
         return Snapshot(params.numpy(), version)
 
     def push(self, worker, grad, computed_on, time):
         import torch
 
-        self._may_start, self._done = self._call(rpc_push, worker, torch.from_numpy(grad), computed_on, time)
+        self._may_start, self._done, self._pulled = self._call(
+            rpc_push, worker, torch.from_numpy(grad), computed_on, time, self._prefetch)
 
     def may_start(self, worker):
         return self._done or self._may_start
@@ -198,7 +213,7 @@ def work(k, problem, shard, settings, seed, slowdown, policy, shape, world, meth
     import torch.distributed.rpc as rpc
 
     _init(f"worker{k}", k + 1, world, method, timeout)
-    remote, copies = RemoteServer(k, policy, shape), {}
+    remote, copies = RemoteServer(k, policy, shape, settings), {}
     start = rpc.rpc_sync("ps", _start_time, args=())          # one clock for the whole world
     clock = lambda: offset + time.time() - start                # noqa: E731
     for need in worker_loop(k, remote, problem, shard, settings, worker_rng(seed, k, 0), clock, copies):

@@ -60,7 +60,7 @@ def worker_rng(seed, worker, stream):
 
 
 def prepare(problem, workers, policy, staleness, lr, lr_schedule, momentum, steps, partition,
-            batch_size, fetch_every, push_every, seed, storage=None, hooks=None):
+            batch_size, fetch_every, push_every, seed, storage=None, hooks=None, loss_every=1):
     """What every engine does first: check the arguments, split the data, make the server."""
     if not isinstance(problem, Problem):
         raise checks.bad("problem", problem, "an asyncps problem, e.g. aps.problems.Quadratic(...) "
@@ -73,7 +73,7 @@ def prepare(problem, workers, policy, staleness, lr, lr_schedule, momentum, step
     check_shards(shards, batch_size, problem)
     server = ParameterServer(problem.x0, workers, policy, staleness, lr, lr_schedule, momentum,
                              loss=problem.loss, steps=None if push_every is None else steps,
-                             storage=storage, **(hooks or {}))
+                             storage=storage, loss_every=loss_every, **(hooks or {}))
     server.trace.meta.update(partition=partition, batch_size=batch_size, fetch_every=fetch_every,
                              push_every=push_every, seed=seed, problem=problem.name)
     return server, settings, shards
@@ -93,7 +93,7 @@ def check_shards(shards, batch_size, problem):
 
 def _blew_up(local, grad, x0):
     """A non-finite gradient at huge (or non-finite) parameters is divergence, not a bug."""
-    if np.all(np.isfinite(grad)):
+    if checks.all_finite(grad):
         return False
     with np.errstate(all="ignore"):
         return not np.all(np.isfinite(local)) or np.abs(local).max() > DIVERGENCE_FACTOR * (
@@ -130,17 +130,27 @@ def worker_loop(k, server, problem, shard, settings, rng, clock, copies):
         batch = shard if settings.batch_size is None else np.sort(
             rng.choice(shard, size=settings.batch_size, replace=False))
         grad = problem.gradient(local, batch, rng)
-        if _blew_up(local, grad, problem.x0):
-            server.stop(f"diverged: worker {k}'s local copy grew until its gradient overflowed; "
-                        f"try a smaller lr than {settings.lr:g}")
-            return
-        grad = checks.gradient(grad, local, source=f"{problem.name}'s gradient (worker {k})")
+        if not (isinstance(grad, np.ndarray) and grad.dtype == float and grad.shape == local.shape
+                and checks.all_finite(grad)):             # the fast path checks in one pass
+            if _blew_up(local, grad, problem.x0):
+                server.stop(f"diverged: worker {k}'s local copy grew until its gradient overflowed; "
+                            f"try a smaller lr than {settings.lr:g}")
+                return
+            grad = checks.gradient(grad, local, source=f"{problem.name}'s gradient (worker {k})")
         yield COMPUTE
         server.record(Compute(k, start, clock(), base))
         step += 1
+        pushing = settings.push_every is not None and step % settings.push_every == 0
+        if pushing and settings.push_every == 1 and settings.fetch_now(step):
+            # the plain loop: the gradient goes straight out and the copy is replaced next step
+            yield SEND
+            if server.done:
+                return
+            server.push(k, grad, base, clock())
+            continue
         local -= settings.lr * grad              # the worker's own copy moves too
         total += grad
-        if settings.push_every is not None and step % settings.push_every == 0:
+        if pushing:
             yield SEND                           # the gradient travels to the server
             if server.done:
                 return

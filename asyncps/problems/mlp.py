@@ -56,7 +56,8 @@ class MLP(Problem):
         if indices is not None:
             idx = torch.from_numpy(np.asarray(indices)).to(self.device)
             X, y = X[idx], y[idx]
-        flat = torch.from_numpy(np.array(params, dtype=float)).to(self.device).requires_grad_(True)
+        flat = np.ascontiguousarray(params, dtype=float)        # no copy when it already is
+        flat = torch.from_numpy(flat).to(self.device).requires_grad_(True)
         parts = torch.split(flat, [int(np.prod(s)) for s in self.shapes])
         W1, b1, W2, b2 = (part.view(shape) for part, shape in zip(parts, self.shapes))
         logits = torch.tanh(X @ W1 + b1) @ W2 + b2

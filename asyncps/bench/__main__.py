@@ -1,0 +1,170 @@
+"""python -m asyncps.bench [--quick] [--out docs/benchmarks]: every engine against the baselines.
+
+Prints ratios measured side by side in one run (asyncps / floor, asyncps / each baseline), and
+writes results.json, README.md (tables and the targets) and plots to --out.
+"""
+import argparse
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+
+from . import baselines, experiments
+
+
+def _ratio(a, b):
+    return None if not a or not b else a / b
+
+
+def targets(results):
+    """Each target of issue 7: (what, achieved ratio or value, required, met)."""
+    rows = []
+    tp = {r["size"]: r for r in results["throughput"]}
+
+    def cell(size, workers):
+        return tp.get(size, {}).get("engines", {}).get(workers, {})
+
+    if "1e6" in tp and 1 in tp["1e6"]["engines"]:
+        got = _ratio(cell("1e6", 1)["processes"], tp["1e6"]["floor"])
+        rows.append(("processes, 1 worker, 1e6 params / compute-only floor", got, 0.8))
+    for size in ("1e5", "1e6"):
+        for workers, c in tp.get(size, {}).get("engines", {}).items():
+            rows.append((f"processes / hand-written torch rpc loop, {size}, {workers} worker(s)",
+                         _ratio(c["processes"], c["torch_rpc_loop"]), 2.0))
+            if c.get("ray_actor"):
+                rows.append((f"processes / Ray actor PS, {size}, {workers} worker(s)",
+                             _ratio(c["processes"], c["ray_actor"]), 5.0))
+    for size, r in tp.items():
+        for workers, c in r["engines"].items():
+            rows.append((f"rpc engine / hand-written torch rpc loop, {size}, {workers} worker(s)",
+                         _ratio(c["rpc"], c["torch_rpc_loop"]), 1.0))
+    sc = results["server_cost"]
+    rows.append(("threads server push / one in-place update, 1e6 (lower is better, <= 2)",
+                 sc["push"] / sc["update"], -2.0))
+    rows.append(("simulator pushes per second (>= 20,000)", results["simulator"]["pushes_per_s"], 20000))
+    for engine, times in results["straggler"]["measured"].items():
+        rows.append((f"straggler: async / sync wall-clock to target, {engine} (lower is better, <= 0.6)",
+                     _ratio(times.get("async"), times.get("sync")), -0.6))
+    out = []
+    for what, got, need in rows:
+        met = None if got is None else (got <= -need if need < 0 else got >= need)
+        out.append({"target": what, "achieved": got, "required": abs(need),
+                    "direction": "<=" if need < 0 else ">=", "met": met})
+    return out
+
+
+def markdown(results):
+    lines = ["# Benchmarks", "", f"Measured by `python -m asyncps.bench{' --quick' if results['quick'] else ''}` "
+             f"on {results['machine']} ({results['date']}). All ratios are from one run, side by side.", "",
+             "## Pushes per second (async, MLP, minibatch 64)", "",
+             "| size | workers | floor | threads | processes | rpc | torch rpc loop | Ray actor | processes/floor | processes/rpc loop | rpc/rpc loop |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in results["throughput"]:
+        for workers, c in r["engines"].items():
+            ray = f"{c['ray_actor']:.0f}" if c.get("ray_actor") else "not installed"
+            lines.append(f"| {r['size']} ({r['params']:,}) | {workers} | {r['floor']:.0f} | {c['threads']:.0f} | "
+                         f"{c['processes']:.0f} | {c['rpc']:.0f} | {c['torch_rpc_loop']:.0f} | {ray} | "
+                         f"{c['processes'] / r['floor']:.2f} | {c['processes'] / c['torch_rpc_loop']:.2f} | "
+                         f"{c['rpc'] / c['torch_rpc_loop']:.2f} |")
+    sc = results["server_cost"]
+    lines += ["", "## Server cost, threads engine, 1e6 parameters", "",
+              f"One push (lock, checks, update in place): {sc['push'] / sc['update']:.2f} × one "
+              f"`w -= lr * g`.", "",
+              f"Simulator: {results['simulator']['pushes_per_s']:,.0f} simulated pushes/s (10-dim least "
+              f"squares, 8 workers, loss at every version); "
+              f"{results['simulator']['pushes_per_s_loss_every_100']:,.0f}/s with `loss_every=100`.", "",
+              "## A straggler: wall-clock to the target loss (4 workers, worker 3 4× slower)", "",
+              "| | sync | async | ssp (s=2) | async / sync |", "|---|---|---|---|---|"]
+    st = results["straggler"]
+    for label, times in list(st["measured"].items()) + [("simulator (× delay)", st["simulated"])]:
+        fmt = lambda v: "never" if v is None else f"{v:.3f} s"          # noqa: E731
+        ratio = _ratio(times.get("async"), times.get("sync"))
+        lines.append(f"| {label} | {fmt(times['sync'])} | {fmt(times['async'])} | {fmt(times['ssp'])} | "
+                     f"{'—' if ratio is None else f'{ratio:.2f}'} |")
+    lines += ["", "## Scaling beyond this machine (simulated)", "",
+              f"Time to reach 2 × the optimal loss, least squares, jitter {results['scaling']['jitter']}, "
+              f"communication delay {results['scaling']['delay']} per message.", "",
+              "| workers | sync | async (staleness-aware lr) |", "|---|---|---|"]
+    for row in results["scaling"]["rows"]:
+        fmt = lambda v: "never" if v is None else f"{v:.1f}"            # noqa: E731
+        lines.append(f"| {row['workers']} | {fmt(row['sync'])} | {fmt(row['async'])} |")
+    lines += ["", "![throughput](throughput.png) ![scaling](scaling.png)", "", "## Targets", "",
+              "| target | achieved | required | met |", "|---|---|---|---|"]
+    for t in results["targets"]:
+        got = "—" if t["achieved"] is None else f"{t['achieved']:,.2f}"
+        met = "n/a" if t["met"] is None else ("yes" if t["met"] else "**no**")
+        lines.append(f"| {t['target']} | {got} | {t['direction']} {t['required']:g} | {met} |")
+    return "\n".join(lines) + "\n"
+
+
+def plots(results, out):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(results["throughput"]), figsize=(4 * len(results["throughput"]), 3.2))
+    axes = axes if hasattr(axes, "__len__") else [axes]
+    for ax, r in zip(axes, results["throughput"]):
+        workers = sorted(r["engines"])
+        for name in ("threads", "processes", "rpc", "torch_rpc_loop", "ray_actor"):
+            ys = [r["engines"][w].get(name) for w in workers]
+            if all(ys):
+                ax.plot(workers, [y / r["floor"] for y in ys], marker="o", label=name)
+        ax.axhline(1.0, color="#888", lw=0.8, ls="--")
+        ax.set(title=f"{r['size']} parameters", xlabel="workers", ylabel="pushes/s ÷ floor", xticks=workers)
+    axes[0].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out / "throughput.png", dpi=110)
+    plt.close(fig)
+    fig, ax = plt.subplots(figsize=(5, 3.2))
+    rows = results["scaling"]["rows"]
+    for name in ("sync", "async"):
+        pts = [(r["workers"], r[name]) for r in rows if r[name] is not None]
+        ax.plot(*zip(*pts), marker="o", label=name)
+    ax.set(xscale="log", yscale="log", xlabel="workers", ylabel="time to target (simulated)",
+           title="sync's barrier vs async's staleness")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(out / "scaling.png", dpi=110)
+    plt.close(fig)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m asyncps.bench", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, ~1-2 minutes")
+    parser.add_argument("--out", type=Path, default=Path("docs/benchmarks"))
+    args = parser.parse_args(argv)
+    sizes = ["1e3", "1e5"] if args.quick else ["1e3", "1e5", "1e6"]
+    workers = [1, 2] if args.quick else [1, 2, 4]
+    scale = [1, 4, 16, 64] if args.quick else [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
+    if not baselines.ray_available():
+        print("Ray is not installed: the Ray actor baseline is skipped (pip install 'asyncps[bench]')")
+    start = time.perf_counter()
+    results = {"quick": args.quick, "machine": f"{platform.machine()}, {platform.python_version()}, "
+               f"{__import__('os').cpu_count()} cores", "date": time.strftime("%Y-%m-%d")}
+    print("throughput (pushes per second):")
+    results["throughput"] = experiments.throughput(sizes, workers, seconds=1.0 if args.quick else 2.0)
+    results["server_cost"] = experiments.server_cost()
+    results["simulator"] = experiments.simulator()
+    print("straggler (wall-clock to the target loss):")
+    results["straggler"] = experiments.straggler()
+    print("scaling (simulated time to the target loss):")
+    results["scaling"] = experiments.scaling(scale)
+    results["targets"] = targets(results)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "results.json").write_text(json.dumps(results, indent=1, default=str))
+    (args.out / "README.md").write_text(markdown(results))
+    plots(results, args.out)
+    print("\ntargets:")
+    for t in results["targets"]:
+        got = "—" if t["achieved"] is None else f"{t['achieved']:,.2f}"
+        print(f"  {'ok  ' if t['met'] else 'MISS' if t['met'] is False else 'n/a '} {t['target']}: "
+              f"{got} (needs {t['direction']} {t['required']:g})")
+    print(f"\nwrote {args.out}/README.md, results.json, throughput.png, scaling.png "
+          f"in {time.perf_counter() - start:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,114 @@
+"""The three experiments of the benchmark, each returning plain dicts (no printing, no files).
+
+throughput     pushes per second of every engine and baseline, side by side, per size and workers
+server_cost    the threads server's per-push cost against one in-place `w -= lr * g`
+simulator      simulated pushes per second (10-dim least squares, 8 workers)
+straggler      wall-clock to a target loss, sync vs async vs ssp, one worker 4x slower; the same
+               experiment in the simulator
+scaling        simulated time to a target loss for 1..1024 workers, sync vs async
+"""
+import time
+
+import numpy as np
+
+from ..core.server import ParameterServer
+from ..engines.simulate import simulate
+from ..engines.train import train
+from ..problems.synthetic import LeastSquares
+from . import baselines
+from .workloads import BATCH, floor, problem, rate
+
+
+def throughput(sizes, worker_counts, seconds=2.0, log=print):
+    rows = []
+    for size in sizes:
+        prob = problem(size)
+        base = floor(prob, steps=20)                       # warm-up and a first estimate
+        base = floor(prob, steps=max(20, int(base * seconds)))
+        row = {"size": size, "params": prob.dim, "floor": base, "engines": {}}
+        log(f"  {size}: floor {base:.0f} pushes/s")
+        for workers in worker_counts:
+            steps = max(20, int(base * seconds))
+            cell = {}
+            for engine in ("threads", "processes", "rpc"):
+                run = train(prob, workers=workers, policy="async", lr=0.01, steps=steps,
+                            batch_size=BATCH, engine=engine, loss_every=10 ** 9)
+                cell[engine] = rate(run)
+            cell["torch_rpc_loop"] = baselines.torch_rpc_loop(prob, workers, max(10, steps // workers))
+            cell["ray_actor"] = (baselines.ray_actor(prob, workers, max(10, steps // workers))
+                                 if baselines.ray_available() else None)
+            row["engines"][workers] = cell
+            log(f"    {workers} worker(s): " + ", ".join(f"{k} {v:.0f}" for k, v in cell.items() if v))
+        rows.append(row)
+    return rows
+
+
+def server_cost(size=1_000_000, repeat=50):
+    """Median seconds of one threads-engine push (lock included) and of one in-place update."""
+    import threading
+
+    rng = np.random.default_rng(0)
+    grad, w = rng.standard_normal(size), rng.standard_normal(size)
+    server = ParameterServer(np.zeros(size), workers=1, policy="async", lr=0.01)
+    lock = threading.Lock()
+    push, update = [], []
+    for v in range(repeat):
+        start = time.perf_counter()
+        with lock:
+            server.push(0, grad, v, 0.0)
+        push.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        w -= 0.01 * grad
+        update.append(time.perf_counter() - start)
+    return {"push": float(np.median(push)), "update": float(np.median(update)), "params": size}
+
+
+def simulator(steps=20_000):
+    prob = LeastSquares(n=512, dim=10, seed=0)
+    start = time.perf_counter()
+    simulate(prob, workers=8, policy="async", lr=0.01, steps=steps)
+    with_loss = steps / (time.perf_counter() - start)
+    start = time.perf_counter()
+    simulate(prob, workers=8, policy="async", lr=0.01, steps=steps, loss_every=100)
+    return {"pushes_per_s": with_loss, "pushes_per_s_loss_every_100": steps / (time.perf_counter() - start)}
+
+
+def straggler(engines=("threads", "processes"), delay=0.004, target_fraction=0.02, log=print):
+    """4 workers, worker 3 needs 4x as long per gradient: wall-clock to 2% of the starting loss."""
+    prob = problem("1e3")
+    slowdown = [delay, delay, delay, 4 * delay]
+    target = target_fraction * prob.loss(prob.x0)
+    settings = {"sync": dict(policy="sync", lr=0.1, steps=80, loss_every=2),
+                "async": dict(policy="async", lr=0.1, steps=300, loss_every=2),
+                "ssp": dict(policy="ssp", staleness=2, lr=0.1, steps=300, loss_every=2)}
+    out = {"target": target, "delay": delay, "measured": {}, "simulated": {}}
+    for engine in engines:
+        times = {}
+        for name, kw in settings.items():
+            run = train(prob, workers=4, batch_size=BATCH, slowdown=slowdown, engine=engine, seed=0, **kw)
+            start = min(p.time for p in run.trace.pulls)
+            reached = run.time_to_reach(target)
+            times[name] = None if reached is None else reached - start
+        out["measured"][engine] = times
+        log(f"    {engine}: " + ", ".join(f"{k} {v:.3f} s" if v else f"{k} never" for k, v in times.items()))
+    for name, kw in settings.items():
+        run = simulate(prob, workers=4, batch_size=BATCH, compute_times=[1, 1, 1, 4], seed=0, **kw)
+        reached = run.time_to_reach(target)
+        out["simulated"][name] = None if reached is None else reached * delay
+    return out
+
+
+def scaling(worker_counts, delay=0.05, jitter=0.5, log=print):
+    """Simulated time to a target loss for N workers: sync pays the slowest of N per round,
+    async pays staleness N - 1 (with the staleness-aware lr)."""
+    prob = LeastSquares(n=16384, dim=10, noise=0.1, seed=0)
+    target = 2.0 * prob.loss(np.linalg.lstsq(prob.A, prob.b, rcond=None)[0])
+    rows = []
+    for n in worker_counts:
+        common = dict(workers=n, batch_size=16, jitter=jitter, comm_delay=delay, seed=0)
+        sync = simulate(prob, policy="sync", lr=0.05, steps=400, **common)
+        asy = simulate(prob, policy="async", lr=0.05, lr_schedule="staleness", steps=400 * n,
+                       loss_every=n, **common)
+        rows.append({"workers": n, "sync": sync.time_to_reach(target), "async": asy.time_to_reach(target)})
+        log(f"    {n:5d} workers: sync {rows[-1]['sync']}, async {rows[-1]['async']}")
+    return {"target": target, "delay": delay, "jitter": jitter, "rows": rows}
