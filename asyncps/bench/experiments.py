@@ -106,8 +106,8 @@ def scaling(worker_counts, delay=0.05, jitter=0.5, log=print):
     rows = []
     for n in worker_counts:
         common = dict(workers=n, batch_size=16, jitter=jitter, comm_delay=delay, seed=0)
-        sync = simulate(prob, policy="sync", lr=0.05, steps=400, **common)
-        asy = simulate(prob, policy="async", lr=0.05, lr_schedule="staleness", steps=400 * n,
+        sync = simulate(prob, policy="sync", lr=0.05, steps=200, **common)
+        asy = simulate(prob, policy="async", lr=0.05, lr_schedule="staleness", steps=150 * n,
                        loss_every=n, **common)
         rows.append({"workers": n, "sync": sync.time_to_reach(target), "async": asy.time_to_reach(target)})
         log(f"    {n:5d} workers: sync {rows[-1]['sync']}, async {rows[-1]['async']}")

@@ -28,9 +28,9 @@ class Policy:
     averages: bool        # True: gradients of a round are averaged into one update (sync)
     wait_reason: str      # what a Wait event says when a worker is held back
 
-    def may_start(self, clock, clocks):
-        """May a worker whose clock is `clock` start its next iteration, given all clocks?"""
-        return clock - min(clocks) <= self.bound
+    def may_start(self, clock, slowest):
+        """May a worker whose clock is `clock` start its next iteration, the slowest being at `slowest`?"""
+        return clock - slowest <= self.bound
 
 
 def make_policy(policy, staleness=None):

@@ -12,6 +12,7 @@ The server knows no threads, clocks or processes: an engine calls it (under a
 lock, over shared memory or RPC) and passes the time of each call.
 """
 import math
+from collections import Counter
 from typing import NamedTuple
 
 import numpy as np
@@ -50,6 +51,7 @@ class ParameterServer:
         self.loss_every = checks.integer("loss_every", loss_every, minimum=1)
         self.version = 0
         self.clocks = [0] * self.workers          # pushes per worker: the SSP/BSP clock
+        self._recount()                           # the slowest live clock, kept up to date
         self._loss = loss
         self._round = {}                          # sync: worker -> computed_on, this round
         self._round_sum = np.zeros_like(self.params)
@@ -92,7 +94,7 @@ class ParameterServer:
                              f"server has had, 0..{self.version}")
         applied_to = self.version
         event = self.trace.record(Push(worker, computed_on, applied_to, applied_to - computed_on, time))
-        self.clocks[worker] += 1
+        self._tick(worker)
         if self.policy.averages:
             self._push_to_round(worker, grad, applied_to)
         elif self.apply is not None:
@@ -125,12 +127,12 @@ class ParameterServer:
     # -- what engines ask ---------------------------------------------------
     def may_start(self, worker):
         """Barrier / SSP gate: may this worker start its next iteration now?"""
-        live = [c for c in self.clocks if c is not None]
         if self.done:
             return True
         if self.gate is not None:
+            live = [c for c in self.clocks if c is not None]
             return hooks.run_gate(self.gate, self.clocks[worker], live, self.policy.bound)
-        return self.policy.may_start(self.clocks[worker], live)
+        return self.policy.may_start(self.clocks[worker], self.slowest)
 
     @property
     def done(self):
@@ -152,6 +154,7 @@ class ParameterServer:
                                f"policy={self.policy.name!r} waits for every worker, so the run "
                                f"cannot go on; use policy='async' to tolerate lost workers")
         self.clocks[worker] = None
+        self._recount()
 
     # -- checkpoints --------------------------------------------------------
     def state(self):
@@ -170,12 +173,26 @@ class ParameterServer:
         self.params[:] = run.params
         self.version = int(state["version"])
         self.clocks = [0 if c is None else int(c) for c in state["clocks"]]
+        self._recount()
         self.rule.velocity = None if state["velocity"] is None else np.array(state["velocity"])
         self.trace.events = list(run.trace.events)
         self.trace.losses = list(run.trace.losses)
         self.trace.params = list(run.trace.params)
 
     # -- bookkeeping --------------------------------------------------------
+    def _recount(self):
+        live = [c for c in self.clocks if c is not None]
+        self._at_clock = Counter(live)
+        self.slowest = min(live, default=0)
+
+    def _tick(self, worker):
+        """Worker's clock + 1; the slowest clock moves up when its last worker leaves it (O(1))."""
+        clock = self.clocks[worker]
+        self.clocks[worker] = clock + 1
+        self._at_clock[clock] -= 1
+        self._at_clock[clock + 1] += 1
+        while self._at_clock[self.slowest] == 0:
+            self.slowest += 1
     def _new_version(self):
         self.version += 1
         self._record_loss()

@@ -68,9 +68,13 @@ def simulate(problem, workers=2, policy="async", staleness=None, lr=0.1, lr_sche
     for k in range(workers):
         wake(k, 0.0)
     with np.errstate(all="ignore"):
+        slowest = server.slowest
         while queue and not server.done:
             now, _, k = heapq.heappop(queue)
             advance(k)
+            if not parked or (gate is None and server.slowest == slowest and not server.done):
+                continue                                    # a gate opens only when the slowest moves
+            slowest = server.slowest
             for j in sorted(parked):                        # a push may open the barrier / gate
                 if server.may_start(j):
                     parked.discard(j)
