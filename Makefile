@@ -13,7 +13,7 @@ TORCH  ?= torch==2.13.0
 
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: lab test demo venv browser bench bench-quick notebooks slides solutions exercises grade clean
+.PHONY: lab test demo venv browser bench bench-quick reliability notebooks slides solutions exercises grade clean
 
 venv: $(STAMP)
 
@@ -61,6 +61,9 @@ slides: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m asyncps.bench
 	$(PY) scripts/bench_widgets.py
+
+reliability: $(STAMP)
+	$(PY) -m asyncps.bench.reliability
 
 bench-quick: $(STAMP)
 	$(PY) -m asyncps.bench --quick --out build/benchmarks

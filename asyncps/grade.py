@@ -40,13 +40,25 @@ def _task_of(nb, test_cell):
     return task
 
 
+class NotebookNotFound(FileNotFoundError, ValueError):
+    """A path that names no notebook (a ValueError too: it is a bad argument)."""
+
+
 def grade(notebook, solutions=None, timeout=120):
     """Run `notebook` with the solution's tests; return one Result per graded cell."""
     from nbclient import NotebookClient
 
+    from .core import checks
+
+    if not isinstance(notebook, (str, Path)):
+        raise checks.bad("notebook", notebook, "a path to a .ipynb file", TypeError)
+    if solutions is not None and not isinstance(solutions, (str, Path)):
+        raise checks.bad("solutions", solutions, "a folder path or None", TypeError)
+    timeout = checks.real("timeout", timeout, positive=True)
     notebook = Path(notebook)
     if not notebook.is_file():
-        raise FileNotFoundError(f"notebook={str(notebook)!r}: no such file")
+        raise NotebookNotFound(f"notebook={str(notebook)!r} is not allowed: no such file; notebook "
+                               f"must be the path of an existing .ipynb file")
     try:
         student = nbformat.read(notebook, 4)
     except Exception as err:                                   # noqa: BLE001 - say what is wrong
@@ -54,7 +66,7 @@ def grade(notebook, solutions=None, timeout=120):
     solutions = Path(solutions) if solutions else notebook.resolve().parent.parent / "solutions"
     reference = solutions / notebook.name
     if not reference.is_file():
-        raise FileNotFoundError(f"no solution notebook {reference} to take the tests from; pass "
+        raise NotebookNotFound(f"no solution notebook {reference} to take the tests from; pass "
                                 f"--solutions DIR")
     solution = nbformat.read(reference, 4)
     tests = _graded(solution)

@@ -88,3 +88,29 @@ def test_a_killed_training_resumes_from_its_last_checkpoint(tmp_path):
     more = aps.train(LSQ, workers=2, lr=0.01, steps=version + 30, resume=path)
     assert more.trace.events[:len(saved.trace.events)] == saved.trace.events
     assert len(more.losses) == version + 31
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("delay", [0.3, 0.55, 0.8])
+def test_killing_the_process_during_a_save_leaves_a_readable_checkpoint(tmp_path, delay):
+    path = tmp_path / "big.npz"
+    script = textwrap.dedent(f"""
+        import numpy as np, asyncps as aps
+        run = aps.simulate(aps.problems.Quadratic(curvature=[1.0], x0=[1.0]), workers=2, steps=5)
+        v = 0
+        while True:                                   # saves of ~16 MB, back to back
+            run.params = np.full(2_000_000, float(v))
+            run.save({str(path)!r})
+            v += 1
+    """)
+    child = subprocess.Popen([sys.executable, "-c", script])
+    try:
+        deadline = time.monotonic() + 60
+        while not path.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(delay)
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+    saved = aps.load_run(path)                        # the last complete save, never half of one
+    assert saved.params.size == 2_000_000 and np.all(saved.params == saved.params[0])

@@ -79,3 +79,31 @@ def test_the_core_imports_nothing_but_numpy_and_itself():
 def test_course_folders_exist():
     for folder in ("asyncps", "notebooks", "exercises", "solutions", "tests"):
         assert (ROOT / folder).is_dir()
+
+
+def test_servers_bind_loopback_with_a_token():
+    text = (ROOT / "Makefile").read_text()
+    lab = text[text.index("\nlab:"):].split("\n\n")[0]
+    demo = text[text.index("\ndemo:"):].split("\n\n")[0]
+    assert "--ServerApp.ip=127.0.0.1" in lab and "--ServerApp.token=''" not in lab   # Lab makes a token
+    assert "--Voila.ip=127.0.0.1" in demo and "--token=" in demo
+
+
+def test_no_test_or_notebook_opens_a_port_beyond_loopback():
+    wide = ("0.0.0.0", "ip='*'", 'ip="*"', "--ip=*", "allow_remote=True")
+    for path in list((ROOT / "tests").rglob("*.py")) + list((ROOT / "notebooks" / "src").glob("*.py")):
+        if path.name == "test_skeleton.py":
+            continue
+        code = [line for line in path.read_text().splitlines() if not line.lstrip().startswith("#")]
+        text = "\n".join(code)                          # code only: prose may explain the options
+        for needle in wide:
+            assert needle not in text, f"{path.relative_to(ROOT)} contains {needle}"
+
+
+def test_the_rpc_engine_says_where_it_listens(caplog):
+    import logging
+
+    import asyncps as aps
+    caplog.set_level(logging.INFO, logger="asyncps.rpc")
+    aps.train(aps.problems.Quadratic(curvature=[1.0], x0=[1.0]), workers=2, steps=5, engine="rpc")
+    assert any("listening on 127.0.0.1" in r.getMessage() for r in caplog.records)

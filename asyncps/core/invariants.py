@@ -26,10 +26,13 @@ def violations(trace):
     if applied != sorted(applied):
         found.append("versions went backwards: applied_to is not non-decreasing")
     versions = len(trace.losses) - 1
+    if trace.beyond:                                   # a limited trace: its kept prefix must be right
+        versions = max(applied, default=-1) + 1
     if policy in ("async", "ssp") and applied != list(range(len(applied))):
         found.append("under async/ssp each push must make exactly one new version")
     if policy == "sync" and not trace.lost:
-        counts = [applied.count(v) for v in range(versions)]
+        complete = versions - 1 if trace.beyond else versions      # the last kept round may be cut
+        counts = [applied.count(v) for v in range(max(complete, 0))]
         if any(c != workers for c in counts):
             found.append(f"under sync each version needs one push per worker ({workers}); got {counts}")
     if applied and versions not in (max(applied) + 1, max(applied)):

@@ -35,7 +35,7 @@ class Snapshot(NamedTuple):
 class ParameterServer:
     def __init__(self, x0, workers=1, policy="async", staleness=None, lr=0.1,
                  lr_schedule="constant", momentum=0.0, loss=None, steps=None, storage=None,
-                 history=None, apply=None, average=None, gate=None, loss_every=1):
+                 history=None, apply=None, average=None, gate=None, loss_every=1, trace_limit=None):
         self.workers = checks.integer("workers", workers, minimum=1)
         self.policy = make_policy(policy, staleness)
         # Exercise hooks: a learner's own push, round or gate, run by the real server (see hooks.py)
@@ -62,7 +62,9 @@ class ParameterServer:
         self.history = self.params.size <= HISTORY_MAX_DIM if history is None else bool(history)
         self.trace = Trace(meta={"workers": self.workers, "policy": self.policy.name,
                                  "staleness": staleness, "lr": self.rule.lr,
-                                 "lr_schedule": self.rule.lr_schedule, "momentum": self.rule.momentum})
+                                 "lr_schedule": self.rule.lr_schedule, "momentum": self.rule.momentum},
+                           limit=None if trace_limit is None else checks.integer("trace_limit", trace_limit,
+                                                                                 minimum=0))
         self._record_loss()
 
     # -- the two calls a worker makes ---------------------------------------
@@ -200,7 +202,7 @@ class ParameterServer:
             self.on_version(self)
 
     def _record_loss(self):
-        if self.history:
+        if self.history and self.trace.keeps_params():
             self.trace.params.append(self.params.copy())
         if self._loss is None:
             return

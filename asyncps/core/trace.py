@@ -15,7 +15,7 @@ to v1 is stale by one version. Times are virtual (simulate) or seconds since
 the start (real engines); ``meta["clock"]`` says which.
 """
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
@@ -79,17 +79,36 @@ class Trace:
     losses: list = field(default_factory=list)
     meta: dict = field(default_factory=dict)
     params: list = field(default_factory=list)   # params[v] at each version (small problems only)
+    limit: int | None = None                     # keep at most this many events, then summaries only
+    beyond: dict = field(default_factory=dict)   # what the events past `limit` add to the summaries
 
     def __eq__(self, other):
         if not isinstance(other, Trace):
             return NotImplemented
         return (self.events == other.events and self.losses == other.losses and self.meta == other.meta
-                and len(self.params) == len(other.params)
+                and self.beyond == other.beyond and len(self.params) == len(other.params)
                 and all(np.array_equal(a, b) for a, b in zip(self.params, other.params)))
 
     def record(self, event):
-        self.events.append(event)
+        if self.limit is None or len(self.events) < self.limit:
+            self.events.append(event)
+        else:                                    # a long run: count it, don't keep it
+            b = self.beyond
+            b["events"] = b.get("events", 0) + 1
+            if event.kind == "push":
+                b.setdefault("staleness", {})
+                b["staleness"][str(event.staleness)] = b["staleness"].get(str(event.staleness), 0) + 1
+                b.setdefault("pushes", {})
+                b["pushes"][str(event.worker)] = b["pushes"].get(str(event.worker), 0) + 1
+            elif event.kind == "wait":
+                b.setdefault("idle", {})
+                b["idle"][str(event.worker)] = b["idle"].get(str(event.worker), 0.0) + event.end - event.start
+            b["last_time"] = max(b.get("last_time", 0.0), getattr(event, "end", getattr(event, "time", 0.0)))
         return event
+
+    def keeps_params(self):
+        """Small problems keep every version's parameters, up to the event limit."""
+        return self.limit is None or len(self.params) < self.limit
 
     # -- views by kind ------------------------------------------------------
     def of_kind(self, kind):
@@ -125,12 +144,20 @@ class Trace:
     def staleness_histogram(self):
         """counts[s] = number of pushes that were stale by s versions."""
         stale = [p.staleness for p in self.pushes]
-        return np.bincount(stale, minlength=1) if stale else np.zeros(1, dtype=int)
+        counts = np.bincount(stale, minlength=1) if stale else np.zeros(1, dtype=int)
+        extra = {int(s): c for s, c in self.beyond.get("staleness", {}).items()}
+        if extra:
+            counts = np.pad(counts, (0, max(0, max(extra) + 1 - counts.size)))
+            for s, c in extra.items():
+                counts[s] += c
+        return counts
 
     def pushes_per_worker(self):
         counts = np.zeros(self.workers, dtype=int)
         for p in self.pushes:
             counts[p.worker] += 1
+        for w, c in self.beyond.get("pushes", {}).items():
+            counts[int(w)] += c
         return counts
 
     def idle_time_per_worker(self):
@@ -138,6 +165,8 @@ class Trace:
         idle = np.zeros(self.workers)
         for w in self.waits:
             idle[w.worker] += w.end - w.start
+        for w, t in self.beyond.get("idle", {}).items():
+            idle[int(w)] += t
         return idle
 
     def version_times(self):
@@ -149,66 +178,48 @@ class Trace:
     def duration(self):
         """Time from the start to the last event."""
         ends = [getattr(e, "end", getattr(e, "time", 0.0)) for e in self.events]
-        return max(ends, default=0.0)
+        return max(max(ends, default=0.0), self.beyond.get("last_time", 0.0))
 
     def summary(self):
         hist = self.staleness_histogram()
-        return {"pushes": len(self.pushes), "versions": len(self.losses) - 1,
+        return {"pushes": int(self.pushes_per_worker().sum()), "versions": len(self.losses) - 1,
                 "mean_staleness": float(np.average(np.arange(hist.size), weights=hist)) if hist.sum() else 0.0,
                 "max_staleness": int(hist.size - 1) if hist.sum() else 0,
                 "idle_time": self.idle_time_per_worker().tolist(), "duration": self.duration}
 
-    # -- JSON ---------------------------------------------------------------
+    # -- JSON (asyncps/core/tracefile.py) -----------------------------------
     def to_dict(self):
-        return {"format": FORMAT, "format_version": FORMAT_VERSION, "meta": self.meta,
-                "losses": [float(x) for x in self.losses],
-                "params": [[float(x) for x in p] for p in self.params],
-                "events": [{"kind": e.kind, **asdict(e)} for e in self.events]}
+        from .tracefile import to_dict
+        return to_dict(self)
 
     def to_json(self, path=None):
-        """The trace as JSON text; written to `path` when given. Lossless: from_json gives it back."""
+        """The trace as JSON text; written atomically to `path` when given. Lossless: from_json
+        gives it back."""
         text = json.dumps(self.to_dict())
         if path is not None:
-            Path(path).write_text(text)
+            from .tracefile import write_atomically
+            write_atomically(path, text)
         return text
 
     @classmethod
     def from_dict(cls, data, where="trace"):
-        if not isinstance(data, dict) or data.get("format") != FORMAT:
-            raise ValueError(f"{where} is not an asyncps trace: expected a JSON object with "
-                             f"\"format\": \"{FORMAT}\"")
-        if data.get("format_version") != FORMAT_VERSION:
-            raise ValueError(f"{where} has format_version {data.get('format_version')!r}; this asyncps "
-                             f"reads format_version {FORMAT_VERSION}")
-        events = []
-        for i, raw in enumerate(data.get("events", [])):
-            raw = dict(raw) if isinstance(raw, dict) else {}
-            kind = raw.pop("kind", None)
-            if kind not in EVENT_TYPES:
-                raise ValueError(f"{where}: event {i} has kind {kind!r}; allowed kinds are "
-                                 f"{', '.join(EVENT_TYPES)}")
-            try:
-                events.append(EVENT_TYPES[kind](**raw))
-            except TypeError as err:
-                raise ValueError(f"{where}: event {i} ({kind}) has the wrong fields: {err}") from None
-        return cls(events=events, losses=[float(x) for x in data.get("losses", [])],
-                   meta=dict(data.get("meta", {})),
-                   params=[np.array(p, dtype=float) for p in data.get("params", [])])
+        from .tracefile import from_dict
+        return from_dict(cls, data, where)
 
     @classmethod
     def from_json(cls, source):
-        """Read a trace from a file path, or from JSON text."""
+        """Read a trace from a file path, or from JSON text; a damaged one says what and where."""
         if isinstance(source, str) and source.lstrip().startswith("{"):
             text, where = source, "the JSON text"
         elif isinstance(source, (str, Path)):
             text, where = Path(source).read_text(), str(source)
         else:
-            raise TypeError(f"source={source!r} is not allowed: source must be a file path or JSON text")
+            raise TypeError(f"source={source!r:.60} is not allowed: source must be a file path or JSON text")
         try:
             data = json.loads(text)
         except json.JSONDecodeError as err:
             raise ValueError(f"{where} is not valid JSON (line {err.lineno}, column {err.colno}): "
-                             f"{err.msg}") from None
+                             f"{err.msg}; was the file cut short?") from None
         return cls.from_dict(data, where)
 
 

@@ -16,6 +16,7 @@ address is named: several machines are joined with torchrun and
 Security: torch.distributed.rpc deserialises messages with pickle. Run it only
 on a network you trust; asyncps binds to 127.0.0.1 unless told otherwise.
 """
+import logging
 import os
 import socket
 import threading
@@ -318,6 +319,9 @@ def run_rpc(server, problem, settings, shards, seed, slowdown, copies, timeout, 
         warnings.warn(f"asyncps rpc: listening on {address}, beyond loopback. torch rpc deserialises "
                       f"messages with pickle: anyone who can reach this address can run code here; "
                       f"use a trusted network only", RuntimeWarning, stacklevel=3)
+    logging.getLogger("asyncps.rpc").info(
+        "rpc world of %d processes listening on %s%s", server.workers + 1, address,
+        "" if address in (LOOPBACK, "localhost") else " (beyond loopback: trusted networks only)")
     world, ctx = server.workers + 1, worker_context()
     payload = dumps_problem(problem)
     checkpoint = server.on_version                 # travels with the server: it saves on rank 0

@@ -21,7 +21,7 @@ from .worker import COMPUTE, GATE, SEND, prepare, worker_loop, worker_rng
 def simulate(problem, workers=2, policy="async", staleness=None, lr=0.1, lr_schedule="constant",
              momentum=0.0, steps=100, compute_times=None, jitter=0.0, comm_delay=0.0,
              partition="iid", batch_size=None, fetch_every=None, push_every=1, seed=0,
-             apply=None, average=None, gate=None, loss_every=1):
+             apply=None, average=None, gate=None, loss_every=1, trace_limit=None):
     """Run a parameter server in virtual time and return its Run (trace, losses, params).
 
     `steps` counts server versions after v0 (with push_every=None: local steps per worker).
@@ -31,11 +31,11 @@ def simulate(problem, workers=2, policy="async", staleness=None, lr=0.1, lr_sche
                                        momentum, steps, partition, batch_size, fetch_every,
                                        push_every, seed,
                                        hooks=dict(apply=apply, average=average, gate=gate),
-                                       loss_every=loss_every)
+                                       loss_every=loss_every, trace_limit=trace_limit)
     workers = server.workers
     times = (np.ones(workers) if compute_times is None else
              checks.vector("compute_times", compute_times, length=workers, minimum=0.0, positive=True))
-    jitter = checks.real("jitter", jitter, minimum=0.0)
+    jitter = checks.real("jitter", jitter, minimum=0.0, below=5.0)   # lognormal sigma: 5 is e^±15 already
     comm_delay = checks.real("comm_delay", comm_delay, minimum=0.0)
     server.trace.meta.update(engine="simulate", clock="virtual", compute_times=times.tolist(),
                              jitter=jitter, comm_delay=comm_delay)

@@ -54,7 +54,8 @@ class Checkpointer:
 def train(problem, workers=2, policy="async", staleness=None, lr=0.1, lr_schedule="constant",
           momentum=0.0, steps=100, partition="iid", batch_size=None, fetch_every=None, push_every=1,
           seed=0, engine="threads", device="cpu", slowdown=None, lock=True, timeout=60.0,
-          resume=None, checkpoint=None, checkpoint_every=100, loss_every=1, **rpc_options):
+          resume=None, checkpoint=None, checkpoint_every=100, loss_every=1, trace_limit=None,
+          **rpc_options):
     """Train for real and return a Run. `steps` counts server versions after v0.
 
     engine     "threads" | "processes" | "rpc" (torch.distributed on 127.0.0.1 unless told otherwise)
@@ -65,11 +66,12 @@ def train(problem, workers=2, policy="async", staleness=None, lr=0.1, lr_schedul
     resume     a path (or Run) saved by run.save or a checkpoint: continue from its version
     checkpoint a path: save the run there atomically every `checkpoint_every` versions
     loss_every score every n-th version only (the others are NaN in run.losses): for big problems
+    trace_limit keep the first n events only, and summaries of the rest: for long runs
     """
     engine = checks.choice("engine", engine, ENGINES)
     server, settings, shards = prepare(problem, workers, policy, staleness, lr, lr_schedule, momentum,
                                        steps, partition, batch_size, fetch_every, push_every, seed,
-                                       loss_every=loss_every)
+                                       loss_every=loss_every, trace_limit=trace_limit)
     workers = server.workers
     slowdown = (np.zeros(workers) if slowdown is None else
                 checks.vector("slowdown", slowdown, length=workers, minimum=0.0))

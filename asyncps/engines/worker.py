@@ -60,7 +60,8 @@ def worker_rng(seed, worker, stream):
 
 
 def prepare(problem, workers, policy, staleness, lr, lr_schedule, momentum, steps, partition,
-            batch_size, fetch_every, push_every, seed, storage=None, hooks=None, loss_every=1):
+            batch_size, fetch_every, push_every, seed, storage=None, hooks=None, loss_every=1,
+            trace_limit=None):
     """What every engine does first: check the arguments, split the data, make the server."""
     if not isinstance(problem, Problem):
         raise checks.bad("problem", problem, "an asyncps problem, e.g. aps.problems.Quadratic(...) "
@@ -73,7 +74,8 @@ def prepare(problem, workers, policy, staleness, lr, lr_schedule, momentum, step
     check_shards(shards, batch_size, problem)
     server = ParameterServer(problem.x0, workers, policy, staleness, lr, lr_schedule, momentum,
                              loss=problem.loss, steps=None if push_every is None else steps,
-                             storage=storage, loss_every=loss_every, **(hooks or {}))
+                             storage=storage, loss_every=loss_every, trace_limit=trace_limit,
+                             **(hooks or {}))
     server.trace.meta.update(partition=partition, batch_size=batch_size, fetch_every=fetch_every,
                              push_every=push_every, seed=seed, problem=problem.name)
     return server, settings, shards

@@ -7,7 +7,9 @@ Playground only wires sliders to it. A setting that cannot run shows a message, 
 """
 import ipywidgets as widgets
 
+from ..core import checks
 from ..engines.simulate import simulate
+from ..problems.base import Problem
 from ..problems.synthetic import LeastSquares
 from . import render_charts as rc
 from .timeline import Timeline
@@ -36,8 +38,18 @@ def compare(problem=None, workers=4, policy="async", staleness=2, lr=0.05, lr_sc
 class Playground(widgets.VBox):
     def __init__(self, problem=None, workers=4, policy="async", staleness=2, lr=0.05,
                  lr_schedule="constant", straggler=1.0, partition="iid", push_every=1, steps=200):
+        if problem is not None and not isinstance(problem, Problem):
+            raise checks.bad("problem", problem, "an asyncps problem or None", TypeError)
         self.problem = problem
-        self.steps = steps
+        self.steps = checks.integer("steps", steps, minimum=1, maximum=5000)
+        workers = checks.integer("workers", workers, minimum=1, maximum=16)
+        policy = checks.choice("policy", policy, POLICIES)
+        staleness = checks.integer("staleness", staleness, minimum=0, maximum=50)
+        lr = checks.real("lr", lr, minimum=1e-3, below=10.0 + 1e-9)
+        lr_schedule = checks.choice("lr_schedule", lr_schedule, ("constant", "staleness"))
+        straggler = checks.real("straggler", straggler, minimum=0.25, below=10.0 + 1e-9)
+        partition = checks.choice("partition", partition, ("iid", "sorted"))
+        push_every = checks.integer("push_every", push_every, minimum=1, maximum=10)
         style = {"description_width": "90px"}
         wide = widgets.Layout(width="300px")
         self.controls = {

@@ -6,6 +6,7 @@ drawn by the kernel when the slider moves.
 """
 import ipywidgets as widgets
 
+from ..core import checks
 from ..core.trace import Run, Trace
 from . import render_timeline as rt
 
@@ -24,7 +25,8 @@ class Timeline(widgets.VBox):
 
     def __init__(self, run_or_trace, frame=0, width=720, interval=600):
         self.model = rt.TimelineModel(as_trace(run_or_trace))
-        self.width = width
+        self.width = checks.integer("width", width, minimum=240, maximum=4000)
+        interval = checks.integer("interval", interval, minimum=20, maximum=60_000)
         last = self.model.frames - 1
         if frame == "stale":
             frame = self.model.first_stale_push() or 0
