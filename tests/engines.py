@@ -1,7 +1,9 @@
 """Helpers for the engine tests: run one configuration on any engine, and check nothing is left behind."""
 import os
+import time
 
 import psutil
+import pytest
 
 import asyncps as aps
 
@@ -28,15 +30,21 @@ def leftover_processes():
             continue
         if child.status() == psutil.STATUS_ZOMBIE or any(h in cmd for h in HELPERS):
             continue
-        if any(p.pid == child.pid for p in _helper_children()):
-            continue
         left.append((child.pid, cmd[:80]))
     return left
 
 
-def _helper_children():
-    return []
-
-
 def shm_segments():
     return set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
+
+
+@pytest.fixture
+def nothing_left_behind():
+    """After the test: no worker process (multiprocessing's helpers aside), no new /dev/shm segment."""
+    before = shm_segments()
+    yield
+    deadline = time.monotonic() + 3.0
+    while leftover_processes() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert leftover_processes() == []
+    assert shm_segments() <= before

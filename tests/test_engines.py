@@ -3,18 +3,12 @@ import numpy as np
 import pytest
 
 import asyncps as aps
-from engines import ALL, leftover_processes, run_on, shm_segments
+from engines import ALL, nothing_left_behind, run_on  # noqa: F401 (a fixture)
 
 LSQ = aps.problems.LeastSquares(n=256, dim=8, seed=0)
 REAL = ["threads", "processes", "rpc"]
 
-
-@pytest.fixture(autouse=True)
-def nothing_left_behind():
-    before = shm_segments()
-    yield
-    assert leftover_processes() == []
-    assert shm_segments() <= before
+pytestmark = pytest.mark.usefixtures("nothing_left_behind")
 
 
 def check_invariants(run, policy, workers, steps, bound=None):

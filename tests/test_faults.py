@@ -9,21 +9,12 @@ import numpy as np
 import pytest
 
 import asyncps as aps
-from engines import leftover_processes, shm_segments
+from engines import nothing_left_behind  # noqa: F401 (a fixture)
 
 REAL = ["threads", "processes", "rpc"]
 N = 64
 
-
-@pytest.fixture(autouse=True)
-def nothing_left_behind():
-    before = shm_segments()
-    yield
-    deadline = time.monotonic() + 3.0
-    while leftover_processes() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert leftover_processes() == []
-    assert shm_segments() <= before
+pytestmark = pytest.mark.usefixtures("nothing_left_behind")
 
 
 def least_squares_with(hook):

@@ -3,15 +3,9 @@ loses nothing, and its memory stays flat."""
 import pytest
 
 from asyncps.bench import reliability
-from engines import leftover_processes, shm_segments
+from engines import nothing_left_behind  # noqa: F401 (a fixture)
 
-
-@pytest.fixture(autouse=True)
-def nothing_left_behind():
-    before = shm_segments()
-    yield
-    assert leftover_processes() == []
-    assert shm_segments() <= before
+pytestmark = pytest.mark.usefixtures("nothing_left_behind")
 
 
 @pytest.mark.slow
