@@ -32,7 +32,8 @@ browser:
 	else echo "make: no Chromium at $(CHROMIUM) and not root: the browser tests will skip (CI=true: fail)"; fi
 
 lab: $(STAMP)
-	$(VENV)/bin/jupyter lab --notebook-dir=notebooks --ServerApp.ip=127.0.0.1 --no-browser
+	$(VENV)/bin/jupyter lab --notebook-dir=notebooks --ServerApp.ip=127.0.0.1 --no-browser \
+		$$([ "$$(id -u)" = 0 ] && echo --allow-root)   # containers and CI run as root
 
 demo: $(STAMP)
 	$(VENV)/bin/voila notebooks/playground.ipynb --no-browser --Voila.ip=127.0.0.1 \
