@@ -5,6 +5,7 @@ writes results.json, README.md (tables and the targets) and plots to --out.
 """
 import argparse
 import json
+import os
 import platform
 import sys
 import time
@@ -142,7 +143,7 @@ def main(argv=None):
         print("Ray is not installed: the Ray actor baseline is skipped (pip install 'asyncps[bench]')")
     start = time.perf_counter()
     results = {"quick": args.quick, "machine": f"{platform.machine()}, {platform.python_version()}, "
-               f"{__import__('os').cpu_count()} cores", "date": time.strftime("%Y-%m-%d")}
+               f"{os.cpu_count()} cores", "date": time.strftime("%Y-%m-%d")}
     print("throughput (pushes per second):")
     results["throughput"] = experiments.throughput(sizes, workers, seconds=1.0 if args.quick else 2.0)
     results["server_cost"] = experiments.server_cost()

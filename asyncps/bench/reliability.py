@@ -9,6 +9,7 @@ Prints a table and writes docs/reliability.md; the tests run the same functions,
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -108,9 +109,8 @@ def soak(engine, pushes, workers=4):
 
 def hostile_count():
     """How many hostile inputs the property tests try (their Hypothesis settings, summed)."""
-    from pathlib import Path as P
-    text = (P(__file__).resolve().parents[2] / "tests" / "test_hostile.py")
-    return sum(int(n) for n in __import__("re").findall(r"max_examples=(\d+)", text.read_text())) \
+    text = Path(__file__).resolve().parents[2] / "tests" / "test_hostile.py"
+    return sum(int(n) for n in re.findall(r"max_examples=(\d+)", text.read_text())) \
         if text.exists() else None
 
 

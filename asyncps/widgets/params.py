@@ -1,5 +1,7 @@
 """ParameterView: a 2-D run in parameter space — the stale gradient drawn where it was computed
 (v0) and where it lands (v1). Shares its frame with a Timeline when given one."""
+from html import escape
+
 import ipywidgets as widgets
 
 from ..problems.base import Problem
@@ -19,7 +21,7 @@ class ParameterView(widgets.VBox):
                             f"of the same run, or None")
         self.timeline = timeline
         tmodel = timeline.model if timeline is not None else rt.TimelineModel(trace)
-        self.model = rp.ParameterModel(run if hasattr(run, "trace") else _Wrap(trace), problem, tmodel)
+        self.model = rp.ParameterModel(trace, problem, tmodel)
         last = tmodel.frames - 1
         if timeline is not None:
             self.slider = timeline.slider                     # one frame slider for both
@@ -36,7 +38,7 @@ class ParameterView(widgets.VBox):
 
     def draw(self, frame):
         self.view.value = rp.params_svg(self.model, frame)
-        self.caption.value = f'<div class="asyncps-caption">{rt.escape(rp.param_caption(self.model, frame))}</div>'
+        self.caption.value = f'<div class="asyncps-caption">{escape(rp.param_caption(self.model, frame))}</div>'
 
     @property
     def state(self):
@@ -50,11 +52,6 @@ class ParameterView(widgets.VBox):
         frame = self.model.timeline.first_stale_push() or self.slider.value
         bundle["text/html"] = rp.static_params_html(self.model, frame)
         return bundle
-
-
-class _Wrap:
-    def __init__(self, trace):
-        self.trace = trace
 
 
 def show(run, problem=None, frame=0):

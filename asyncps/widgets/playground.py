@@ -5,6 +5,8 @@ curves (per version and per unit of time) and the staleness histogram.
 `compare(...)` is the plain function behind it (call it with fixed values first); the
 Playground only wires sliders to it. A setting that cannot run shows a message, not a traceback.
 """
+from html import escape
+
 import ipywidgets as widgets
 
 from ..core import checks
@@ -82,7 +84,7 @@ class Playground(widgets.VBox):
         right = widgets.VBox([c["policy"], c["lr_schedule"], c["partition"]])
         charts = widgets.HBox([self.losses, self.by_time, self.histogram])
         super().__init__([widgets.HBox([left, right]), self.message, self.timeline_box, charts])
-        self.timeline = None
+        self.timeline, self.note = None, ""
         self.update()
 
     def settings(self):
@@ -105,14 +107,14 @@ class Playground(widgets.VBox):
         self._say(note)
 
     def _say(self, text, error=False):
+        self.note = text
         color = "#B2182B" if error else "#8A6D3B"
-        self.message.value = (f'<div class="asyncps-message" style="color:{color}">{rc_escape(text)}</div>'
+        self.message.value = (f'<div class="asyncps-message" style="color:{color}">{escape(text)}</div>'
                               if text else "")
 
     @property
     def state(self):
-        message = rc_strip(self.message.value)
-        return f"{self.settings()}" + (f" | {message}" if message else "")
+        return f"{self.settings()}" + (f" | {self.note}" if self.note else "")
 
     def __repr__(self):
         return f"Playground({self.settings()})"
@@ -124,12 +126,3 @@ class Playground(widgets.VBox):
                                f'{self.by_time.value}{self.histogram.value}</div>')
         return bundle
 
-
-def rc_escape(text):
-    from html import escape
-    return escape(text)
-
-
-def rc_strip(html):
-    import re
-    return re.sub(r"<[^>]+>", "", html)

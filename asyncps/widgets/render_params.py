@@ -13,11 +13,11 @@ SIZE, PAD = 360, 28
 class ParameterModel:
     """Contours, the iterate path and each frame's push, computed once."""
 
-    def __init__(self, run, problem, timeline):
+    def __init__(self, run_or_trace, problem, timeline):
         if problem.dim != 2:
             raise ValueError(f"problem has {problem.dim} parameters: the parameter view draws 2-D "
                              f"problems only, e.g. aps.problems.Quadratic(curvature=[1, 4], x0=[1, 1])")
-        trace = run.trace
+        trace = getattr(run_or_trace, "trace", run_or_trace)
         if len(trace.params) != len(trace.losses):
             raise ValueError("this run kept no parameters per version (trace.params is empty); "
                              "runs of problems with up to 16 parameters keep them")

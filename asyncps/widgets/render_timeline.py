@@ -8,7 +8,7 @@ plain words. Time is virtual (simulate) or seconds (real engines): the axis
 shows a window of about a dozen compute times around the current event, so
 both look alike.
 """
-from html import escape  # noqa: F401  (the widgets escape with it too)
+from html import escape
 
 import numpy as np
 

@@ -4,6 +4,8 @@ It only renders a Run or Trace (simulated or real); all drawing is in render_tim
 Playback runs in the browser (Play is linked to the slider there); each frame is
 drawn by the kernel when the slider moves.
 """
+from html import escape
+
 import ipywidgets as widgets
 
 from ..core import checks
@@ -67,7 +69,7 @@ class Timeline(widgets.VBox):
 
     def draw(self, frame):
         self.view.value = rt.timeline_svg(self.model, frame, self.width)
-        self.caption.value = f'<div class="asyncps-caption">{rt.escape(rt.caption(self.model, frame))}</div>'
+        self.caption.value = f'<div class="asyncps-caption">{escape(rt.caption(self.model, frame))}</div>'
 
     @property
     def state(self):
