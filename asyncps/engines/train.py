@@ -75,7 +75,7 @@ def train(problem, workers=2, policy="async", staleness=None, lr=0.1, lr_schedul
     workers = server.workers
     slowdown = (np.zeros(workers) if slowdown is None else
                 checks.vector("slowdown", slowdown, length=workers, minimum=0.0))
-    timeout = checks.real("timeout", timeout, positive=True)
+    timeout = checks.real("timeout", timeout, positive=True, below=1e6)   # ~11 days; larger overflows waits
     if not isinstance(lock, bool):
         raise checks.bad("lock", lock, "True or False", TypeError)
     devices = resolve_devices(device, workers, problem)
