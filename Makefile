@@ -64,7 +64,7 @@ bench: $(STAMP)
 	$(PY) scripts/bench_widgets.py
 
 reliability: $(STAMP)
-	$(PY) -m asyncps.bench.reliability
+	$(PY) scripts/reliability.py
 
 bench-quick: $(STAMP)
 	$(PY) -m asyncps.bench --quick --out build/benchmarks

@@ -8,8 +8,8 @@
 """
 from . import problems
 from .core import (LR_SCHEDULES, POLICIES, Compute, Lost, ParameterServer, Pull, Push, Run,
-                   Snapshot, Trace, Wait, load_run, violations)
-from .engines import ENGINES, simulate, train
+                   RunConfig, Snapshot, Trace, Wait, load_run, violations)
+from .engines import ENGINES, compare, simulate, train
 from .problems import Problem
 
 __version__ = "0.1.0"
@@ -21,5 +21,5 @@ def __getattr__(name):
         import importlib
         return importlib.import_module(".widgets", __name__)
     raise AttributeError(f"module 'asyncps' has no attribute {name!r}")
-__all__ = ["simulate", "train", "load_run", "violations", "ENGINES", "Lost", "ParameterServer", "Snapshot", "Trace", "Run", "Pull", "Compute", "Push",
-           "Wait", "Problem", "problems", "widgets", "POLICIES", "LR_SCHEDULES"]
+__all__ = ["simulate", "train", "compare", "load_run", "violations", "ENGINES", "Lost", "ParameterServer", "Snapshot", "Trace", "Run", "Pull", "Compute", "Push",
+           "Wait", "Problem", "problems", "widgets", "POLICIES", "LR_SCHEDULES", "RunConfig"]

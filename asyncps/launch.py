@@ -18,8 +18,9 @@ import argparse
 import os
 import sys
 
-from .core.trace import Run
+from .core.config import RunConfig
 from .engines import rpc
+from .engines.rpc import host, proxy
 from .engines.worker import prepare
 
 PROBLEMS = ("quadratic", "lsq", "logistic", "mlp")
@@ -38,9 +39,11 @@ def parse(argv):
     p = argparse.ArgumentParser(prog="python -m asyncps.launch", description=__doc__.split("\n\n")[0])
     p.add_argument("--problem", choices=PROBLEMS, default="lsq")
     p.add_argument("--policy", choices=("sync", "async", "ssp"), default="async")
-    p.add_argument("--staleness", type=int, default=None, help="the SSP bound s (policy ssp)")
+    p.add_argument("--max-clocks-ahead", type=int, default=None,
+                   help="the SSP threshold s: clocks the fastest worker may run ahead of the slowest")
+    p.add_argument("--staleness", type=int, default=None, help=argparse.SUPPRESS)   # the old name
     p.add_argument("--lr", type=float, default=0.05)
-    p.add_argument("--lr-schedule", choices=("constant", "staleness"), default="constant")
+    p.add_argument("--lr-schedule", choices=("constant", "divide_by_staleness"), default="constant")
     p.add_argument("--steps", type=int, default=1000, help="server versions to produce")
     p.add_argument("--batch-size", type=int, default=None)
     p.add_argument("--partition", choices=("iid", "by_label", "sorted"), default="iid")
@@ -49,7 +52,20 @@ def parse(argv):
     p.add_argument("--out", default=None, help="rank 0 saves the Run here (.npz)")
     p.add_argument("--allow-remote", action="store_true",
                    help="allow a MASTER_ADDR that is not loopback (trusted networks only)")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if args.staleness is not None:
+        p.error("--staleness was renamed: use --max-clocks-ahead (the SSP threshold counts clocks the "
+                "fastest worker may run ahead of the slowest, not a push's staleness)")
+    return args
+
+
+def config_of(args, workers):
+    """The run's one configuration, from the command line."""
+    return RunConfig(engine="rpc", workers=workers, policy=args.policy,
+                     max_clocks_ahead=args.max_clocks_ahead, lr=args.lr,
+                     lr_schedule=args.lr_schedule, steps=args.steps, partition=args.partition,
+                     batch_size=args.batch_size, seed=args.seed, timeout=args.timeout,
+                     devices=("cpu",) * workers, launcher="asyncps.launch")
 
 
 def main(argv=None):
@@ -72,27 +88,22 @@ def main(argv=None):
                   f"torch rpc deserialises with pickle: trusted networks only", file=sys.stderr)
 
     problem = make_problem(args.problem, args.seed)
-    server, settings, shards = prepare(problem, world - 1, args.policy, args.staleness, args.lr,
-                                       args.lr_schedule, 0.0, args.steps, args.partition,
-                                       args.batch_size, None, 1, args.seed)
+    config = config_of(args, world - 1)
+    server, shards = prepare(problem, config)
     method = rpc.init_method(address, port)
     if rank == 0:
         if method.startswith("asyncps://"):
             rpc.listen(address, port)
         print(f"asyncps.launch: rank 0 serves {problem!r}, policy={args.policy}, {world - 1} workers, "
               f"rendezvous {method}", flush=True)
-        server.trace.meta.update(engine="rpc", clock="wall", launcher="asyncps.launch")
-        copies = rpc.serve(server, world, method, args.timeout, 0.0)
-        run = Run(trace=server.trace, params=server.params.copy(), diverged=server.diverged,
-                  message=server.message, worker_params=[copies.get(k) for k in sorted(copies)],
-                  server_state=server.state())
+        copies = host.serve(server, world, method, args.timeout, 0.0)
+        run = server.result([copies[k] for k in sorted(copies)])
         if args.out:
             run.save(args.out)
         print(f"asyncps.launch: {run!r}", flush=True)
     else:
         k = rank - 1
-        rpc.work(k, problem, shards[k], settings, args.seed, 0.0, server.policy, server.params.shape,
-                 world, method, args.timeout, 0.0)
+        proxy.work(k, problem, shards[k], config, server.params.shape, world, method, 0.0)
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ def main():
     for engine in ("threads", "processes", "rpc"):
         for policy in ("async", "sync", "ssp"):
             start = time.perf_counter()
-            run = aps.train(prob, workers=4, policy=policy, staleness=1 if policy == "ssp" else None,
+            run = aps.train(prob, workers=4, policy=policy, max_clocks_ahead=1 if policy == "ssp" else None,
                             lr=0.5, steps=60, batch_size=64, device="cuda", engine=engine, seed=0)
             problems = aps.violations(run.trace)
             expected = [f"cuda:{k % count}" for k in range(4)]

@@ -36,7 +36,7 @@ def check_invariants(run, policy, workers, steps, bound=None):
 @pytest.mark.parametrize("policy", ["async", "sync", "ssp"])
 def test_invariants_hold_on_every_engine(engine, policy):
     bound = 1 if policy == "ssp" else None
-    run = run_on(engine, LSQ, workers=3, policy=policy, staleness=bound, lr=0.05, steps=120,
+    run = run_on(engine, LSQ, workers=3, policy=policy, max_clocks_ahead=bound, lr=0.05, steps=120,
                  slowdown=[0.0, 0.001, 0.002])
     check_invariants(run, policy, 3, 120, bound)
     assert run.trace.meta["engine"] == engine
@@ -206,7 +206,7 @@ def test_launch_refuses_a_remote_address_without_allow_remote(monkeypatch, capsy
 
 
 def test_violations_finds_a_broken_trace_and_passes_real_ones():
-    run = aps.train(LSQ, workers=3, policy="ssp", staleness=1, lr=0.05, steps=50)
+    run = aps.train(LSQ, workers=3, policy="ssp", max_clocks_ahead=1, lr=0.05, steps=50)
     assert aps.violations(run.trace) == []
     bad = aps.Trace.from_json(run.trace.to_json())
     p = bad.pushes[5]

@@ -81,7 +81,7 @@ def test_sync_and_ssp_fail_clearly_when_a_worker_is_killed(engine, policy):
     prob = least_squares_with(victim_hook(sigkill_self))
     start = time.monotonic()
     with pytest.raises(RuntimeError, match=r"worker 1 was lost \(killed by signal 9"):
-        aps.train(prob, workers=3, policy=policy, staleness=1 if policy == "ssp" else None, lr=0.05,
+        aps.train(prob, workers=3, policy=policy, max_clocks_ahead=1 if policy == "ssp" else None, lr=0.05,
                   steps=10_000, engine=engine, timeout=10)
     assert time.monotonic() - start < 10
 

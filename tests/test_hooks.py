@@ -27,11 +27,11 @@ def test_correct_hooks_reproduce_the_built_in_server_exactly():
     sync = dict(workers=3, policy="sync", lr=0.05, steps=30, compute_times=[1, 2, 3])
     assert np.allclose(aps.simulate(LSQ, average=good_average, **sync).params,
                        aps.simulate(LSQ, **sync).params, rtol=0, atol=1e-14)
-    ssp = dict(workers=3, policy="ssp", staleness=1, lr=0.05, steps=60, compute_times=[1, 2, 5])
+    ssp = dict(workers=3, policy="ssp", max_clocks_ahead=1, lr=0.05, steps=60, compute_times=[1, 2, 5])
     assert aps.simulate(LSQ, gate=good_gate, **ssp).trace.to_json() == aps.simulate(LSQ, **ssp).trace.to_json()
     rate = aps.simulate(LSQ, workers=3, lr=0.05, steps=60, lr_schedule=lambda lr, s: lr / (s + 1))
     assert np.array_equal(rate.params, aps.simulate(LSQ, workers=3, lr=0.05, steps=60,
-                                                    lr_schedule="staleness").params)
+                                                    lr_schedule="divide_by_staleness").params)
 
 
 def test_a_push_applied_to_the_version_it_was_computed_on_is_refused_with_an_explanation():
@@ -50,7 +50,7 @@ def test_wrong_staleness_and_shapes_are_explained():
     with pytest.raises(ValueError, match="shape"):
         aps.simulate(LSQ, workers=2, policy="sync", steps=5, average=lambda g, n: np.zeros(2))
     with pytest.raises(TypeError, match="True or False"):
-        aps.simulate(LSQ, workers=2, policy="ssp", staleness=1, steps=5, gate=lambda c, cs, b: "yes")
+        aps.simulate(LSQ, workers=2, policy="ssp", max_clocks_ahead=1, steps=5, gate=lambda c, cs, b: "yes")
     with pytest.raises(ValueError, match="finite number > 0"):
         aps.simulate(LSQ, workers=2, steps=5, lr_schedule=lambda lr, s: -lr)
 
@@ -68,5 +68,5 @@ def test_hooks_must_fit_the_policy():
 
 def test_a_gate_that_never_opens_is_blamed_not_the_simulator():
     with pytest.raises(ValueError, match="gate returned False for every waiting worker"):
-        aps.simulate(LSQ, workers=2, policy="ssp", staleness=0, steps=10,
+        aps.simulate(LSQ, workers=2, policy="ssp", max_clocks_ahead=0, steps=10,
                      gate=lambda c, cs, b: c - min(cs) < b)

@@ -21,8 +21,8 @@ small_int = st.one_of(st.integers(-3, 6), garbage)
 
 SIM = dict(
     workers=small_int, policy=st.sampled_from(["sync", "async", "ssp", "hogwild", 3, None]),
-    staleness=st.one_of(st.none(), st.integers(-2, 5), garbage), lr=number,
-    lr_schedule=st.sampled_from(["constant", "staleness", "cosine", None, 5]), momentum=number,
+    max_clocks_ahead=st.one_of(st.none(), st.integers(-2, 5), garbage), lr=number,
+    lr_schedule=st.sampled_from(["constant", "divide_by_staleness", "cosine", None, 5]), momentum=number,
     steps=st.one_of(st.integers(-3, 40), garbage),
     compute_times=st.one_of(st.none(), st.lists(number, max_size=7), garbage), jitter=number,
     comm_delay=number, partition=st.sampled_from(["iid", "by_label", "sorted", "random", None]),
@@ -57,7 +57,7 @@ def test_simulate_survives_any_argument(problem, data):
 
 
 TRAIN = dict(workers=st.one_of(st.integers(-1, 4), garbage), policy=SIM["policy"],
-             staleness=SIM["staleness"], lr=number, steps=st.one_of(st.integers(-2, 15), garbage),
+             max_clocks_ahead=SIM["max_clocks_ahead"], lr=number, steps=st.one_of(st.integers(-2, 15), garbage),
              slowdown=st.one_of(st.none(), st.lists(st.one_of(st.floats(-1, 0.002), special), max_size=5), garbage),
              lock=st.one_of(st.booleans(), garbage), timeout=st.one_of(st.floats(-1, 30), garbage),
              engine=st.sampled_from(["threads", "mpi", None]), device=st.sampled_from(["cpu", "tpu", 3]),
@@ -75,7 +75,7 @@ def test_train_survives_any_argument(data):
         assert aps.violations(run.trace) == []
 
 
-GOOD = aps.simulate(LSQ, workers=3, policy="ssp", staleness=1, lr=0.05, steps=20,
+GOOD = aps.simulate(LSQ, workers=3, policy="ssp", max_clocks_ahead=1, lr=0.05, steps=20,
                     compute_times=[1, 2, 3]).trace.to_json()
 
 
@@ -125,7 +125,7 @@ def test_widget_constructors_survive_any_argument(frame, width, interval):
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.fixed_dictionaries({}, optional=dict(
     workers=st.one_of(st.integers(-1, 20), garbage), policy=SIM["policy"],
-    staleness=st.one_of(st.integers(-1, 60), garbage), lr=number, straggler=number,
+    max_clocks_ahead=st.one_of(st.integers(-1, 60), garbage), lr=number, straggler=number,
     partition=SIM["partition"], push_every=st.one_of(st.integers(-1, 12), garbage),
     steps=st.one_of(st.integers(-1, 60), garbage))))
 def test_playground_constructor_survives_any_argument(data):
@@ -142,15 +142,15 @@ def test_the_grader_survives_any_argument(notebook, timeout):
 def test_a_trace_file_is_never_half_written(tmp_path, monkeypatch):
     path = tmp_path / "trace.json"
     path.write_text(GOOD)
-    import asyncps.core.tracefile as tracefile
+    import asyncps.core.atomic as atomic
 
-    real_replace = tracefile.os.replace
+    real_replace = atomic.os.replace
 
     def crash(*_):
         raise OSError("disk full")
-    monkeypatch.setattr(tracefile.os, "replace", crash)
+    monkeypatch.setattr(atomic.os, "replace", crash)
     with pytest.raises(OSError):
         aps.Trace.from_json(GOOD).to_json(path.with_name("other.json"))
-    monkeypatch.setattr(tracefile.os, "replace", real_replace)
+    monkeypatch.setattr(atomic.os, "replace", real_replace)
     assert aps.Trace.from_json(path).to_json() == GOOD
     assert sorted(p.name for p in tmp_path.iterdir()) == ["trace.json"]

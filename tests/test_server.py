@@ -40,7 +40,7 @@ def test_sync_refuses_a_second_push_in_one_round():
 
 
 def test_ssp_gate_holds_a_worker_s_clocks_ahead():
-    server = aps.ParameterServer([0.0], workers=2, policy="ssp", staleness=1, lr=0.1)
+    server = aps.ParameterServer([0.0], workers=2, policy="ssp", max_clocks_ahead=1, lr=0.1)
     server.push(0, [0.0], 0)
     assert server.may_start(0)                         # 1 ahead: allowed with s=1
     server.push(0, [0.0], 1)
@@ -48,7 +48,7 @@ def test_ssp_gate_holds_a_worker_s_clocks_ahead():
 
 
 def test_staleness_aware_lr_divides_by_staleness_plus_one():
-    server = aps.ParameterServer([0.0], workers=2, lr=1.0, lr_schedule="staleness")
+    server = aps.ParameterServer([0.0], workers=2, lr=1.0, lr_schedule="divide_by_staleness")
     server.push(0, [1.0], 0)                           # stale 0: step 1
     server.push(1, [1.0], 0)                           # stale 1: step 1/2
     assert server.params.tolist() == [-1.5]

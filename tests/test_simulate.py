@@ -107,7 +107,7 @@ def test_a_diverging_local_copy_stops_cleanly(recwarn):
 def test_staleness_aware_lr_tames_the_delayed_quadratic():
     q = aps.problems.Quadratic(curvature=[1.0], x0=[1.0])
     plain = aps.simulate(q, workers=8, policy="async", lr=0.5, steps=400)
-    aware = aps.simulate(q, workers=8, policy="async", lr=0.5, steps=400, lr_schedule="staleness")
+    aware = aps.simulate(q, workers=8, policy="async", lr=0.5, steps=400, lr_schedule="divide_by_staleness")
     assert plain.diverged or plain.losses[-1] > 1.0
     assert not aware.diverged and aware.losses[-1] < 1e-6
 
@@ -123,7 +123,7 @@ def test_problem_from_functions_with_a_stochastic_gradient():
         loss=lambda x: float(np.sum((x - target) ** 2)),
         grad=lambda x, shard, rng: 2 * (x - target) + 0.01 * rng.standard_normal(2),
         x0=[0.0, 0.0])
-    run = aps.simulate(prob, workers=3, policy="ssp", staleness=1, lr=0.1, steps=200, seed=1)
+    run = aps.simulate(prob, workers=3, policy="ssp", max_clocks_ahead=1, lr=0.1, steps=200, seed=1)
     np.testing.assert_allclose(run.params, target, atol=0.01)
 
 

@@ -21,7 +21,7 @@ def replay_clocks(trace):
        jitter=st.floats(0.0, 1.5), slow=st.floats(1.0, 6.0))
 def test_ssp_never_lets_a_worker_run_more_than_s_clocks_ahead(seed, bound, workers, jitter, slow):
     times = [1.0] * (workers - 1) + [slow]
-    run = aps.simulate(QUAD, workers=workers, policy="ssp", staleness=bound, lr=0.05, steps=300,
+    run = aps.simulate(QUAD, workers=workers, policy="ssp", max_clocks_ahead=bound, lr=0.05, steps=300,
                        compute_times=times, jitter=jitter, seed=seed)
     assert len(run.losses) == 301
     for event, clocks in replay_clocks(run.trace):
@@ -38,7 +38,7 @@ def test_ssp_never_lets_a_worker_run_more_than_s_clocks_ahead(seed, bound, worke
 @given(seed=st.integers(0, 10_000), workers=st.integers(1, 6), jitter=st.floats(0.0, 1.5),
        policy=st.sampled_from(["sync", "async", "ssp"]))
 def test_versions_increase_by_one_per_update_and_no_push_is_lost(seed, workers, jitter, policy):
-    run = aps.simulate(QUAD, workers=workers, policy=policy, staleness=1 if policy == "ssp" else None,
+    run = aps.simulate(QUAD, workers=workers, policy=policy, max_clocks_ahead=1 if policy == "ssp" else None,
                        lr=0.05, steps=120, jitter=jitter, seed=seed)
     pushes = run.trace.pushes
     applied = [p.applied_to for p in pushes]

@@ -6,7 +6,7 @@ import pytest
 
 import asyncps as aps
 
-ARGS = dict(workers=4, policy="ssp", staleness=2, lr=0.05, steps=150, compute_times=[1, 1.5, 2, 4],
+ARGS = dict(workers=4, policy="ssp", max_clocks_ahead=2, lr=0.05, steps=150, compute_times=[1, 1.5, 2, 4],
             jitter=0.3, comm_delay=0.1, batch_size=32, seed=11)
 
 

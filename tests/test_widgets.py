@@ -47,7 +47,7 @@ def test_sync_frames_show_the_barrier_wait():
 
 @pytest.mark.parametrize("engine", ["simulate", "threads"])
 def test_a_frame_renders_for_every_event(engine):
-    kwargs = dict(workers=3, policy="ssp", staleness=1, lr=0.05, steps=40)
+    kwargs = dict(workers=3, policy="ssp", max_clocks_ahead=1, lr=0.05, steps=40)
     run = (aps.simulate(QUAD, compute_times=[1, 2, 3], **kwargs) if engine == "simulate"
            else aps.train(QUAD, slowdown=[0, 0.001, 0.002], **kwargs))
     model = TimelineModel(run.trace)
@@ -106,9 +106,9 @@ def test_every_widget_has_a_static_fallback():
     assert "stale by 1" in static_html(TimelineModel(run.trace))
 
 
-@pytest.mark.parametrize("change", [dict(lr=10.0), dict(workers=1), dict(staleness=50),
+@pytest.mark.parametrize("change", [dict(lr=10.0), dict(workers=1), dict(max_clocks_ahead=50),
                                     dict(workers=16, straggler=10.0), dict(push_every=10),
-                                    dict(partition="sorted", lr_schedule="staleness"),
+                                    dict(partition="sorted", lr_schedule="divide_by_staleness"),
                                     dict(policy="sync"), dict(lr=0.001)])
 def test_playground_extremes_show_a_message_never_a_traceback(change):
     pg = Playground(steps=60)
@@ -122,7 +122,7 @@ def test_playground_extremes_show_a_message_never_a_traceback(change):
 
 
 def test_charts_are_well_formed():
-    runs = {p: aps.simulate(QUAD, workers=3, policy=p, staleness=1 if p == "ssp" else None, lr=0.1,
+    runs = {p: aps.simulate(QUAD, workers=3, policy=p, max_clocks_ahead=1 if p == "ssp" else None, lr=0.1,
                             steps=20) for p in ("sync", "async", "ssp")}
     for by in ("version", "time"):
         texts = svg_texts(loss_curves(runs, by=by))

@@ -80,7 +80,7 @@ def straggler(engines=("threads", "processes"), delay=0.004, target_fraction=0.0
     target = target_fraction * prob.loss(prob.x0)
     settings = {"sync": dict(policy="sync", lr=0.1, steps=80, loss_every=2),
                 "async": dict(policy="async", lr=0.1, steps=300, loss_every=2),
-                "ssp": dict(policy="ssp", staleness=2, lr=0.1, steps=300, loss_every=2)}
+                "ssp": dict(policy="ssp", max_clocks_ahead=2, lr=0.1, steps=300, loss_every=2)}
     out = {"target": target, "delay": delay, "measured": {}, "simulated": {}}
     for engine in engines:
         times = {}
@@ -107,7 +107,7 @@ def scaling(worker_counts, delay=0.05, jitter=0.5, log=print):
     for n in worker_counts:
         common = dict(workers=n, batch_size=16, jitter=jitter, comm_delay=delay, seed=0)
         sync = simulate(prob, policy="sync", lr=0.05, steps=200, **common)
-        asy = simulate(prob, policy="async", lr=0.05, lr_schedule="staleness", steps=150 * n,
+        asy = simulate(prob, policy="async", lr=0.05, lr_schedule="divide_by_staleness", steps=150 * n,
                        loss_every=n, **common)
         rows.append({"workers": n, "sync": sync.time_to_reach(target), "async": asy.time_to_reach(target)})
         log(f"    {n:5d} workers: sync {rows[-1]['sync']}, async {rows[-1]['async']}")

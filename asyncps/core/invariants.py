@@ -14,7 +14,7 @@ def violations(trace):
     if trace.meta.get("lock") is False:
         return []
     found = []
-    policy, bound = trace.meta.get("policy"), trace.meta.get("staleness")
+    policy, bound = trace.meta.get("policy"), trace.meta.get("max_clocks_ahead")
     workers = trace.workers
     pushes = trace.pushes
     for p in pushes:

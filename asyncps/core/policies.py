@@ -1,94 +1,100 @@
-"""Consistency policies and update rules: when may a worker go on, and how is a gradient applied.
+"""Consistency policies and learning-rate rules: the settings of a run's semantics.
 
     sync   BSP  every worker waits at a barrier; the round's gradients are averaged
                 into one update: one new version per round, every push stale by 0.
     async  ASP  nobody waits; each push is applied at once: one version per push.
                 A gradient computed on v0 may land on v1, v2, ... (a stale update).
     ssp    SSP  Stale Synchronous Parallel (Ho et al. 2013): like async, but the
-                fastest worker is never more than `staleness` clocks ahead of the slowest.
+                fastest worker is never more than `max_clocks_ahead` clocks ahead of the slowest.
 
-A worker's clock counts its pushes. The three policies differ only in how far a
-worker may run ahead (`bound`: 0, infinity, s) and whether a round is averaged.
+A worker's clock counts its pushes. The policies differ only in how many clocks a worker may run
+ahead of the slowest (`max_ahead`: 0, s or unbounded) and whether a round is averaged. How a push
+then moves the parameters is in `semantics.py`; this module names the choices.
+
+The learning rate of a push is `lr_schedule(lr, staleness)`, a plain function. The built-ins:
+    "constant"             lr, whatever the push's staleness
+    "divide_by_staleness"  lr / (staleness + 1): the staleness-aware rate of Zhang et al. (2016)
+A learner's own function with the same signature is used the same way.
 """
 import math
 from dataclasses import dataclass
 
-import numpy as np
-
 from . import checks
 
 POLICIES = ("sync", "async", "ssp")
-LR_SCHEDULES = ("constant", "staleness")
 
 
 @dataclass(frozen=True)
 class Policy:
     name: str
-    bound: float          # how many clocks a worker may run ahead of the slowest
-    averages: bool        # True: gradients of a round are averaged into one update (sync)
+    max_ahead: float      # how many clocks a worker may run ahead of the slowest (inf: no limit)
+    averages: bool        # True: the gradients of a round are averaged into one update (sync)
     wait_reason: str      # what a Wait event says when a worker is held back
 
-    def may_start(self, clock, slowest):
-        """May a worker whose clock is `clock` start its next iteration, the slowest being at `slowest`?"""
-        return clock - slowest <= self.bound
+    @property
+    def waits(self):
+        """Does this policy ever hold a worker back (a barrier or a gate)?"""
+        return self.max_ahead != math.inf
 
 
-def make_policy(policy, staleness=None):
+def make_policy(policy, max_clocks_ahead=None):
     checks.choice("policy", policy, POLICIES)
     if policy == "ssp":
-        if staleness is None:
-            raise ValueError("policy='ssp' needs staleness=s, the bound on how many clocks the "
-                             "fastest worker may run ahead of the slowest (an integer >= 0)")
-        s = checks.integer("staleness", staleness, minimum=0)
+        if max_clocks_ahead is None:
+            raise ValueError("policy='ssp' needs max_clocks_ahead=s, how many clocks the fastest "
+                             "worker may run ahead of the slowest (an integer >= 0)")
+        s = checks.integer("max_clocks_ahead", max_clocks_ahead, minimum=0)
         return Policy("ssp", s, averages=False, wait_reason="ssp")
-    if staleness is not None:
-        raise ValueError(f"staleness={staleness!r} is not allowed with policy={policy!r}: "
-                         f"the staleness bound is only used with policy='ssp'")
+    if max_clocks_ahead is not None:
+        raise ValueError(f"max_clocks_ahead={max_clocks_ahead!r} is not allowed with policy={policy!r}: "
+                         f"it is the SSP threshold, used only with policy='ssp'")
     if policy == "sync":
         return Policy("sync", 0, averages=True, wait_reason="barrier")
     return Policy("async", math.inf, averages=False, wait_reason="none")
 
 
-class UpdateRule:
-    """SGD with learning rate `lr`, optionally divided by (staleness + 1), optionally with momentum.
+# -- learning-rate schedules: rate(lr, staleness) ------------------------------------------
+def constant(lr, staleness):
+    """The same lr for every push."""
+    return lr
 
-    lr_schedule="staleness" is the staleness-aware rate of Zhang et al. (2016):
-    a gradient stale by s versions is applied with lr / (s + 1).
+
+def divide_by_staleness(lr, staleness):
+    """lr / (staleness + 1): a push stale by s versions moves the parameters s + 1 times less."""
+    return lr / (staleness + 1)
+
+
+LR_SCHEDULES = {"constant": constant, "divide_by_staleness": divide_by_staleness}
+
+
+def lr_schedule(value):
+    """The schedule function for `lr_schedule=` (a name, or a learner's own function)."""
+    if callable(value):
+        return value
+    if value == "staleness":
+        raise ValueError("lr_schedule='staleness' was renamed: use lr_schedule='divide_by_staleness' "
+                         "(lr / (staleness + 1) for a push stale by `staleness` versions)")
+    checks.choice("lr_schedule", "constant" if value is None else value,
+                  tuple(LR_SCHEDULES) + ("a function rate(lr, staleness)",))
+    return LR_SCHEDULES["constant" if value is None else value]
+
+
+def schedule_name(schedule):
+    return getattr(schedule, "__name__", "custom")
+
+
+class Momentum:
+    """The built-in push with heavy-ball momentum (the same signature as `semantics.apply`).
+
+    velocity <- momentum * velocity + lr * grad;  params <- params - velocity.
+    The velocity is the server's state: checkpoints keep it.
     """
 
-    def __init__(self, lr, lr_schedule="constant", momentum=0.0):
-        self.lr = checks.real("lr", lr, positive=True)
-        self.schedule = None
-        if callable(lr_schedule):                # a learner's own rate(lr, staleness) (exercise 4)
-            self.schedule, self.lr_schedule = lr_schedule, getattr(lr_schedule, "__name__", "custom")
-        else:
-            self.lr_schedule = checks.choice("lr_schedule",
-                                             "constant" if lr_schedule is None else lr_schedule,
-                                             LR_SCHEDULES + ("a function rate(lr, staleness)",))
-        self.momentum = checks.real("momentum", momentum, minimum=0.0, below=1.0)
-        self.velocity = None
-        self._step = None                        # scratch for lr * grad, reused by every push
+    def __init__(self, momentum):
+        self.momentum, self.velocity = momentum, None
 
-    def rate(self, staleness):
-        if self.schedule is not None:
-            rate = self.schedule(self.lr, staleness)
-            if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not rate > 0 \
-                    or rate == float("inf"):
-                raise ValueError(f"lr_schedule({self.lr:g}, {staleness}) returned {rate!r}: a "
-                                 f"learning rate must be a finite number > 0")
-            return float(rate)
-        return self.lr / (staleness + 1) if self.lr_schedule == "staleness" else self.lr
-
-    def apply(self, params, grad, staleness):
-        """Update `params` in place with one (possibly stale) gradient (no temporary array)."""
-        if self._step is None or self._step.shape != grad.shape:
-            self._step = np.empty_like(params)
-        step = np.multiply(grad, self.rate(staleness), out=self._step)
-        if self.momentum:
-            if self.velocity is None:
-                self.velocity = step.copy()
-            else:
-                self.velocity *= self.momentum
-                self.velocity += step
-            step = self.velocity
-        params -= step
+    def __call__(self, params, version, grad, computed_on, lr):
+        step = lr * grad
+        self.velocity = step if self.velocity is None else self.velocity * self.momentum + step
+        params -= self.velocity
+        return params, version + 1, version - computed_on

@@ -1,75 +1,19 @@
 """One event trace: what every engine records and every view renders.
 
-A parameter server run is a sequence of four kinds of events:
-
-    Pull(worker, version, time)                       a worker reads version v
-    Compute(worker, start, end, computed_on)          it computes a gradient on v
-    Push(worker, computed_on, applied_to, staleness, time)
-                                                      the server applies it to its current version
-    Wait(worker, start, end, reason)                  it sits at the barrier or the SSP gate
-    Lost(worker, time, reason)                        a real worker died; the run went on without it
-
-plus the loss of each server version: ``losses[v]`` is the loss at version v.
-``staleness = applied_to - computed_on``: a gradient computed on v0 and applied
-to v1 is stale by one version. Times are virtual (simulate) or seconds since
-the start (real engines); ``meta["clock"]`` says which.
+A run is a sequence of events (events.py: Pull, Compute, Push, Wait, Lost) in the order the
+server saw them, plus the loss of each server version: ``losses[v]`` is the loss at version v.
+Times are virtual (simulate) or seconds since the start (real engines); ``meta["clock"]`` says
+which, and ``meta`` holds the run's configuration (config.py), written once at the start.
 """
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar
 
 import numpy as np
 
-FORMAT = "asyncps-trace"
-FORMAT_VERSION = 1
-
-
-@dataclass(frozen=True)
-class Pull:
-    worker: int
-    version: int
-    time: float
-    kind: ClassVar[str] = "pull"
-
-
-@dataclass(frozen=True)
-class Compute:
-    worker: int
-    start: float
-    end: float
-    computed_on: int
-    kind: ClassVar[str] = "compute"
-
-
-@dataclass(frozen=True)
-class Push:
-    worker: int
-    computed_on: int
-    applied_to: int
-    staleness: int
-    time: float
-    kind: ClassVar[str] = "push"
-
-
-@dataclass(frozen=True)
-class Wait:
-    worker: int
-    start: float
-    end: float
-    reason: str          # "barrier" (sync) or "ssp" (the bounded-staleness gate)
-    kind: ClassVar[str] = "wait"
-
-
-@dataclass(frozen=True)
-class Lost:
-    worker: int
-    time: float
-    reason: str          # e.g. "killed by signal 9"
-    kind: ClassVar[str] = "lost"
-
-
-EVENT_TYPES = {cls.kind: cls for cls in (Pull, Compute, Push, Wait, Lost)}
+from . import tracefile
+from .events import Compute, Lost, Pull, Push, Wait  # noqa: F401  (re-exported: the trace's vocabulary)
+from .policies import make_policy
 
 
 @dataclass(eq=False)
@@ -135,6 +79,15 @@ class Trace:
         return self.of_kind("lost")
 
     @property
+    def policy(self):
+        """The run's Policy (policies.py): whether it averages rounds, whether it waits.
+        A trace whose meta names no valid policy (hand-made, edited) is read as async."""
+        try:
+            return make_policy(self.meta.get("policy", "async"), self.meta.get("max_clocks_ahead"))
+        except (TypeError, ValueError):
+            return make_policy("async")
+
+    @property
     def workers(self):
         if "workers" in self.meta:
             return int(self.meta["workers"])
@@ -189,22 +142,19 @@ class Trace:
 
     # -- JSON (asyncps/core/tracefile.py) -----------------------------------
     def to_dict(self):
-        from .tracefile import to_dict
-        return to_dict(self)
+        return tracefile.to_dict(self)
 
     def to_json(self, path=None):
         """The trace as JSON text; written atomically to `path` when given. Lossless: from_json
         gives it back."""
         text = json.dumps(self.to_dict())
         if path is not None:
-            from .tracefile import write_atomically
-            write_atomically(path, text)
+            tracefile.write_atomically(path, text)
         return text
 
     @classmethod
     def from_dict(cls, data, where="trace"):
-        from .tracefile import from_dict
-        return from_dict(cls, data, where)
+        return tracefile.from_dict(cls, data, where)
 
     @classmethod
     def from_json(cls, source):
@@ -221,40 +171,3 @@ class Trace:
             raise ValueError(f"{where} is not valid JSON (line {err.lineno}, column {err.colno}): "
                              f"{err.msg}; was the file cut short?") from None
         return cls.from_dict(data, where)
-
-
-@dataclass
-class Run:
-    """What an engine returns: the trace, the losses per version and the final parameters."""
-    trace: Trace
-    params: np.ndarray
-    diverged: bool = False
-    message: str = ""
-    worker_params: list = field(default_factory=list)   # each worker's local copy at the end
-    server_state: dict = field(default_factory=dict)    # version, clocks, momentum: for resume
-
-    @property
-    def losses(self):
-        return self.trace.losses
-
-    def versions_to_reach(self, loss):
-        """The first version whose loss is <= `loss`, or None if the run never got there."""
-        below = np.nonzero(np.asarray(self.losses) <= loss)[0]
-        return int(below[0]) if below.size else None
-
-    def time_to_reach(self, loss):
-        """When the server first reached `loss` (virtual time or seconds), or None."""
-        v = self.versions_to_reach(loss)
-        return None if v is None else float(self.trace.version_times()[v])
-
-    def save(self, path):
-        """Write the run to `path` (.npz) atomically: a crash mid-save keeps the previous file."""
-        from .checkpoint import save_run
-        save_run(self, path)
-
-    def __repr__(self):
-        s = self.trace.summary()
-        text = (f"Run({self.trace.meta.get('policy', '?')}, workers={self.trace.workers}, "
-                f"versions={s['versions']}, pushes={s['pushes']}, "
-                f"final loss={self.losses[-1]:.4g}, mean staleness={s['mean_staleness']:.2f})")
-        return text + (f"\n  {self.message}" if self.message else "")

@@ -1,14 +1,15 @@
 """A Trace on disk: JSON that reads back exactly, and says what and where when it is damaged."""
 import math
 import numbers
-import os
-import tempfile
 from dataclasses import asdict, fields
-from pathlib import Path
 
 import numpy as np
 
-from .trace import EVENT_TYPES, FORMAT, FORMAT_VERSION
+from . import atomic
+from .events import EVENT_TYPES
+
+FORMAT = "asyncps-trace"
+FORMAT_VERSION = 1
 
 INTEGER_FIELDS = {"worker", "version", "computed_on", "applied_to", "staleness"}
 TIME_FIELDS = {"time", "start", "end"}
@@ -27,16 +28,8 @@ def to_dict(trace):
 
 
 def write_atomically(path, text):
-    """Write to a temporary file beside `path`, then rename: never a half-written file."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """The JSON text to `path`, atomically (never a half-written file)."""
+    atomic.write_atomically(path, lambda f: f.write(text.encode()))
 
 
 def _event(raw, i, where):
@@ -88,5 +81,8 @@ def from_dict(cls, data, where="trace"):
     limit = data.get("limit")
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
         raise ValueError(f"{where}: limit={limit!r} must be an integer >= 0")
-    return cls(events=events, losses=losses, meta=dict(data.get("meta", {})), params=params,
+    meta = dict(data.get("meta", {}))
+    if "staleness" in meta:                   # written before the SSP threshold was renamed
+        meta["max_clocks_ahead"] = meta.pop("staleness")
+    return cls(events=events, losses=losses, meta=meta, params=params,
                limit=limit, beyond=dict(data.get("beyond", {})))

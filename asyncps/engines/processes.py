@@ -7,44 +7,33 @@ travel through it. Each worker has two shared-memory slots (torch
 `share_memory_()`): the parent writes a pulled version into the first, the
 worker writes its gradient into the second. No array is pickled per push.
 
-Workers are forked from multiprocessing's fork server, a clean helper process
-that imports torch once (safe from a notebook, and each run then starts its
-workers in milliseconds, not a second each); one torch thread per worker. The
-problem is sent once, with cloudpickle, so a problem defined in a notebook
-cell works too. A worker that raises stops the run and its error is raised
-here with the worker's traceback; a worker killed by a signal is recorded as
-a Lost event: async goes on without it, sync and ssp stop with an error.
+Workers are started, watched and torn down by procs.py (multiprocessing's fork
+server; one torch thread per worker). The problem is sent once, with
+cloudpickle, so a problem defined in a notebook cell works too. A worker that
+raises stops the run and its error is raised here with the worker's traceback;
+a worker killed by a signal is recorded as a Lost event: async goes on without
+it, sync and ssp stop with an error. Learner hooks run here, in the server.
 """
-import pickle
-import signal
+
 import time
-import traceback
-from multiprocessing.connection import wait
 
-from ..core.server import Snapshot
-from .worker import COMPUTE, GATE, worker_loop, worker_rng
-
-
-class RemoteTraceback(Exception):
-    """The traceback of an error raised inside a worker process."""
-
-    def __str__(self):
-        return self.args[0]
+from ..core.semantics import Snapshot
+from . import procs
+from .worker import COMPUTE, GATE, pulls_with_each_push, worker_loop, worker_rng
 
 
 # -- the worker process -------------------------------------------------------
 class Remote:
     """The server as a worker process sees it: messages on a pipe, arrays in shared memory."""
 
-    def __init__(self, conn, policy, slot, flags, settings):
-        self.policy, self._conn, self._flags = policy, conn, flags
+    def __init__(self, conn, config, slot, flags):
+        self.policy, self._conn, self._flags = config.policy, conn, flags
         self._pulled, self._grad = slot[0], slot[1]
         self.params = self._grad                 # shape and dtype, for the loop's buffers
         self._events, self._may_start = [], True
         # The plain async loop pulls right after every push: one message does both, and the
         # server writes the new version straight into the pulled slot (the loop is done with it).
-        self._prefetch = (policy.bound == float("inf") and settings.push_every == 1
-                          and (settings.fetch_every or 1) == 1)
+        self._prefetch = pulls_with_each_push(config)
         self._prefetched = None
 
     def _ask(self, *message):
@@ -67,7 +56,7 @@ class Remote:
         self._may_start, self._prefetched = self._ask("push", computed_on, time, self._prefetch)
 
     def may_start(self, worker):
-        return self.done or self.policy.bound == float("inf") or self._may_start
+        return self.done or not self.policy.waits or self._may_start
 
     def wait_gate(self, time):
         self._may_start = self._ask("gate", time)
@@ -82,157 +71,74 @@ class Remote:
         self._conn.send(("done", self._events))
 
 
-def _child(k, payload, shard, settings, seed, slowdown, slot, flags, conn, offset, device, policy):
-    signal.signal(signal.SIGINT, signal.SIG_IGN)       # the parent handles Ctrl-C and stops us
+def _child(k, payload, shard, slot, flags, offset, conn):
     try:
-        import cloudpickle
-        import torch
-
-        torch.set_num_threads(1)
-        problem = cloudpickle.loads(payload).on_device(device)
-        remote = Remote(conn, policy, slot.numpy(), flags.numpy(), settings)
+        procs.child_setup()
+        problem, config = procs.loads(payload)
+        problem = problem.on_device(config.devices[k])
+        remote = Remote(conn, config, slot.numpy(), flags.numpy())
         conn.send(("ready", []))
         start = conn.recv()                              # every worker starts together
         clock = lambda: offset + time.perf_counter() - start      # noqa: E731  (one clock: CLOCK_MONOTONIC)
-        copies = {}
-        for need in worker_loop(k, remote, problem, shard, settings, worker_rng(seed, k, 0), clock, copies):
+        slowdown, copies = config.slowdown[k], {}
+        for need in worker_loop(k, remote, problem, shard, config, worker_rng(config.seed, k, 0),
+                                clock, copies):
             if need == COMPUTE and slowdown:
                 time.sleep(slowdown)
             elif need == GATE:
                 remote.wait_gate(clock())
         remote.finish()
     except BaseException as err:                        # noqa: BLE001 - sent to the parent
-        send_error(conn, err)
-
-
-def send_error(conn, err):
-    """Tell the parent what went wrong here, with the traceback."""
-    try:
-        blob = pickle.dumps(err)
-    except Exception:                                   # noqa: BLE001
-        blob = None
-    try:
-        conn.send(("error", blob, traceback.format_exc(), []))
-    except (BrokenPipeError, EOFError, OSError):
-        pass
+        procs.send_error(conn, err)
 
 
 # -- the parent: one loop serves every worker -------------------------------------
-def dumps_problem(problem):
-    import cloudpickle
-
-    try:
-        return cloudpickle.dumps(problem)
-    except Exception as err:                            # noqa: BLE001
-        raise TypeError(f"problem={problem!r} cannot be sent to worker processes ({err}). Define its "
-                        f"functions at module level, or use engine='threads'") from None
-
-
-def remote_error(where, blob, text):
-    err = None
-    if blob is not None:
-        try:
-            err = pickle.loads(blob)
-        except Exception:                               # noqa: BLE001
-            err = None
-    if not isinstance(err, BaseException):
-        err = RuntimeError(f"{where} failed:\n{text}")
-    err.__cause__ = RemoteTraceback(f'\n"""\n{text}"""')
-    err.add_note(f"(raised in {where}; its traceback is above)")
-    return err
-
-
-def exit_reason(proc):
-    proc.join(0.5)
-    code = proc.exitcode
-    if code is not None and code < 0:
-        return f"killed by signal {-code} ({signal.Signals(-code).name})"
-    return f"exited with status {code}"
-
-
-def worker_context():
-    """The multiprocessing context of every engine with worker processes (processes, rpc)."""
-    import torch.multiprocessing as mp
-
-    ctx = mp.get_context("forkserver")
-    ctx.set_forkserver_preload(["numpy", "torch", "cloudpickle", "asyncps.engines.processes",
-                                "asyncps.engines.rpc"])
-    return ctx
-
-
-def run_processes(server, problem, settings, shards, seed, slowdown, copies, timeout, devices, offset):
+def run_processes(server, problem, shards, config, copies, offset):
     import torch
 
-    ctx = worker_context()
-    workers = server.workers
-    slots = torch.zeros((workers, 2, server.params.size), dtype=torch.float64).share_memory_()
+    slots = torch.zeros((config.workers, 2, server.params.size), dtype=torch.float64).share_memory_()
     flags = torch.zeros(1, dtype=torch.int8).share_memory_()
-    views, payload = slots.numpy(), dumps_problem(problem)
-    procs, conns, finished = [], [], False
-    try:
-        for k in range(workers):
-            ours, theirs = ctx.Pipe()
-            proc = ctx.Process(target=_child, name=f"asyncps-worker-{k}", daemon=True,
-                               args=(k, payload, shards[k], settings, seed, float(slowdown[k]), slots[k],
-                                     flags, theirs, offset, devices[k], server.policy))
-            proc.start()
-            theirs.close()
-            procs.append(proc)
-            conns.append(ours)
-        _wait_ready(procs, conns, timeout)
+    payload = procs.dumps((problem, config.worker_side()))
+    with procs.Children() as children:
+        for k in range(config.workers):
+            children.start(_child, f"asyncps-worker-{k}", k, payload, shards[k], slots[k], flags,
+                           offset)
+        _wait_ready(children, config.timeout)
         start = time.perf_counter()
-        for conn in conns:
+        for conn in children.conns:
             conn.send(start)
         clock = lambda: offset + time.perf_counter() - start      # noqa: E731
-        _serve(server, procs, conns, views, flags, clock, copies, timeout)
-        finished = True
-    finally:
-        shutdown(procs, conns, grace=1.0 if finished else 0.0)
+        _serve(server, children, slots.numpy(), flags, clock, copies, config.timeout)
+        children.ok = True
 
 
-def _wait_ready(procs, conns, timeout):
+def _wait_ready(children, timeout):
     """Every worker has imported what it needs and got its problem: only then does time start."""
-    waiting, deadline = set(range(len(procs))), time.monotonic() + max(timeout, 120.0)
+    waiting, deadline = set(range(len(children.procs))), time.monotonic() + max(timeout, 120.0)
     while waiting:
-        handles = {conns[k]: k for k in waiting}
-        handles.update({procs[k].sentinel: k for k in waiting})
-        for handle in wait(list(handles), timeout=0.2):
-            k = handles[handle]
-            if k not in waiting:
-                continue
-            try:
-                kind, *args, _ = conns[k].recv()
-            except (EOFError, OSError):
-                raise RuntimeError(f"worker {k} did not start: it {exit_reason(procs[k])}") from None
+        for k, message in children.receive(waiting):
+            if message is None:
+                raise RuntimeError(f"worker {k} did not start: it {children.exit_reason(k)}")
+            kind, *args, _ = message
             if kind == "error":
-                raise remote_error(f"worker {k}", args[0], args[1])
+                raise procs.remote_error(f"worker {k}", args[0], args[1])
             waiting.discard(k)
         if time.monotonic() > deadline:
             raise TimeoutError(f"workers {sorted(waiting)} did not start in time")
 
 
-def _serve(server, procs, conns, views, flags, clock, copies, timeout):
-    live, parked = set(range(len(procs))), set()
+def _serve(server, children, views, flags, clock, copies, timeout):
+    conns = children.conns
+    live, parked = set(range(len(conns))), set()
     last = time.monotonic()
     while live:
-        handles = {conns[k]: k for k in live}
-        handles.update({procs[k].sentinel: k for k in live})
-        ready = wait(list(handles), timeout=0.2)
-        for handle in ready:
-            k = handles[handle]
+        for k, message in children.receive(live):
             if k not in live:
                 continue
-            if handle is conns[k] or conns[k].poll():
-                try:
-                    message = conns[k].recv()
-                except (EOFError, OSError):
-                    message = None
-            else:
-                message = None
             if message is None:                         # the process died without a word
                 live.discard(k)
                 parked.discard(k)
-                server.lose(k, clock(), exit_reason(procs[k]))    # raises for sync / ssp
+                server.lose(k, clock(), children.exit_reason(k))    # raises for sync / ssp
                 if not live and not server.done:
                     raise RuntimeError(f"every worker was lost before v{server.steps}")
                 continue
@@ -263,7 +169,7 @@ def _serve(server, procs, conns, views, flags, clock, copies, timeout):
                 live.discard(k)
                 copies[k] = views[k, 0].copy()
             elif kind == "error":
-                raise remote_error(f"worker {k}", args[0], args[1])
+                raise procs.remote_error(f"worker {k}", args[0], args[1])
         if server.done:
             flags[0] = 1
         for k in sorted(parked):
@@ -273,20 +179,3 @@ def _serve(server, procs, conns, views, flags, clock, copies, timeout):
         if time.monotonic() - last > timeout:
             raise TimeoutError(f"no worker made progress for {timeout:g} s at v{server.version} "
                                f"(clocks {server.clocks}, waiting: {sorted(parked)})")
-
-
-def shutdown(procs, conns, grace):
-    """Leave nothing behind: every child joined (terminated, then killed, if it must be)."""
-    deadline = time.monotonic() + grace
-    for proc in procs:
-        proc.join(max(0.0, deadline - time.monotonic()))
-    for proc in procs:
-        if proc.is_alive():
-            proc.terminate()
-    for proc in procs:
-        proc.join(1.0)
-        if proc.is_alive():
-            proc.kill()
-            proc.join()
-    for conn in conns:
-        conn.close()

@@ -13,38 +13,36 @@ import heapq
 
 import numpy as np
 
-from ..core import checks
-from ..core.trace import Run
+from ..core.config import configure
+from .entry import signature
 from .worker import COMPUTE, GATE, SEND, prepare, worker_loop, worker_rng
 
 
-def simulate(problem, workers=2, policy="async", staleness=None, lr=0.1, lr_schedule="constant",
-             momentum=0.0, steps=100, compute_times=None, jitter=0.0, comm_delay=0.0,
-             partition="iid", batch_size=None, fetch_every=None, push_every=1, seed=0,
-             apply=None, average=None, gate=None, loss_every=1, trace_limit=None):
+def simulate(problem, **arguments):
     """Run a parameter server in virtual time and return its Run (trace, losses, params).
 
     `steps` counts server versions after v0 (with push_every=None: local steps per worker).
-    `apply`, `average`, `gate`: a learner's own push, sync round or SSP gate (asyncps.core.hooks).
+    `max_clocks_ahead`: the SSP threshold (policy="ssp"). `apply`, `average`, `gate`: a
+    learner's own push, sync round or SSP gate (asyncps.core.hooks). Every argument is a field of
+    `asyncps.core.RunConfig`.
     """
-    server, settings, shards = prepare(problem, workers, policy, staleness, lr, lr_schedule,
-                                       momentum, steps, partition, batch_size, fetch_every,
-                                       push_every, seed,
-                                       hooks=dict(apply=apply, average=average, gate=gate),
-                                       loss_every=loss_every, trace_limit=trace_limit)
-    workers = server.workers
-    times = (np.ones(workers) if compute_times is None else
-             checks.vector("compute_times", compute_times, length=workers, minimum=0.0, positive=True))
-    jitter = checks.real("jitter", jitter, minimum=0.0, below=5.0)   # lognormal sigma: 5 is e^±15 already
-    comm_delay = checks.real("comm_delay", comm_delay, minimum=0.0)
-    server.trace.meta.update(engine="simulate", clock="virtual", compute_times=times.tolist(),
-                             jitter=jitter, comm_delay=comm_delay)
+    config = configure("simulate", arguments)
+    server, shards = prepare(problem, config)
+    return run_simulation(server, problem, shards, config)
 
+
+simulate.__signature__ = signature("simulate", before=("problem",))
+
+
+def run_simulation(server, problem, shards, config):
+    """Drive every worker loop with one virtual clock until the server is done."""
+    workers, times, jitter, comm_delay, seed = (config.workers, config.compute_times, config.jitter,
+                                                config.comm_delay, config.seed)
     now = 0.0
     clock = lambda: now                                     # noqa: E731
     copies = [server.params.copy() for _ in range(workers)]   # each worker's local copy
     timing = [worker_rng(seed, k, 1) for k in range(workers)]
-    loops = [worker_loop(k, server, problem, shards[k], settings, worker_rng(seed, k, 0), clock,
+    loops = [worker_loop(k, server, problem, shards[k], config, worker_rng(seed, k, 0), clock,
                          copies)
              for k in range(workers)]
     queue, order, parked = [], 0, set()
@@ -72,7 +70,7 @@ def simulate(problem, workers=2, policy="async", staleness=None, lr=0.1, lr_sche
         while queue and not server.done:
             now, _, k = heapq.heappop(queue)
             advance(k)
-            if not parked or (gate is None and server.slowest == slowest and not server.done):
+            if not parked or (config.gate is None and server.slowest == slowest and not server.done):
                 continue                                    # a gate opens only when the slowest moves
             slowest = server.slowest
             for j in sorted(parked):                        # a push may open the barrier / gate
@@ -83,13 +81,11 @@ def simulate(problem, workers=2, policy="async", staleness=None, lr=0.1, lr_sche
                     else:
                         wake(j, now)
     if parked and not server.done:
-        if gate is not None:
+        if config.gate is not None:
             raise ValueError(f"gate returned False for every waiting worker (clocks {server.clocks}, "
-                             f"bound {server.policy.bound:g}): nobody may start, so nobody can push "
+                             f"max_ahead {server.policy.max_ahead:g}): nobody may start, so nobody can push "
                              f"and the run can never go on. The slowest worker must always be "
                              f"allowed to start")
         raise RuntimeError(f"simulation stalled at v{server.version}: workers {sorted(parked)} wait "
                            f"and nobody can push (please report this as a bug)")
-    return Run(trace=server.trace, params=server.params.copy(), diverged=server.diverged,
-               message=server.message, worker_params=copies,
-               server_state=server.state())
+    return server.result(copies)

@@ -51,18 +51,18 @@ class Guarded:
         self._call("stop", message)
 
 
-def run_threads(server, problems, settings, shards, seed, slowdown, clock, copies, lock, timeout):
+def run_threads(server, problems, shards, config, clock, copies):
     """Run one thread per worker until the server is done; re-raise a worker's error here."""
-    workers = server.workers
+    workers, slowdown, timeout = config.workers, config.slowdown, config.timeout
     cond = threading.Condition()
-    guarded = Guarded(server, cond, lock)
+    guarded = Guarded(server, cond, config.lock)
     halt = threading.Event()                       # set on error or interrupt: every thread stops
     errors = []
 
     def body(k):
         try:
-            loop = worker_loop(k, guarded, problems[k], shards[k], settings, worker_rng(seed, k, 0),
-                               clock, copies)
+            loop = worker_loop(k, guarded, problems[k], shards[k], config,
+                               worker_rng(config.seed, k, 0), clock, copies)
             for need in loop:
                 if halt.is_set():
                     return

@@ -17,41 +17,25 @@ gradients every `push_every` local steps and pulls every `fetch_every` steps
 between. `push_every=None` never pushes: each worker pulls v0 once and its
 local copy drifts away from the others; the server never moves.
 """
-from dataclasses import dataclass
-
 import numpy as np
 
 from ..core import checks
 from ..core.server import DIVERGENCE_FACTOR, ParameterServer
-from ..core.trace import Compute, Wait
+from ..core.events import Compute, Wait
 from ..problems.base import Problem
 
 GATE, COMPUTE, SEND = "gate", "compute", "send"
 
 
-@dataclass(frozen=True)
-class Settings:
-    """How each worker runs; the same for every engine."""
-    steps: int
-    lr: float
-    fetch_every: int | None = None    # None: pull after each push (once, if never pushing)
-    push_every: int | None = 1
-    batch_size: int | None = None
+def fetch_now(config, step):
+    """Does the worker pull before local step `step`?"""
+    every = config.fetch_every or config.push_every
+    return step == 0 if every is None else step % every == 0
 
-    def __post_init__(self):
-        checks.integer("steps", self.steps, minimum=0)
-        checks.real("lr", self.lr, positive=True)
-        if self.fetch_every is not None:
-            checks.integer("fetch_every", self.fetch_every, minimum=1)
-        if self.push_every is not None:
-            checks.integer("push_every", self.push_every, minimum=1)
-        if self.batch_size is not None:
-            checks.integer("batch_size", self.batch_size, minimum=1)
 
-    def fetch_now(self, step):
-        """Does the worker pull before local step `step`?"""
-        every = self.fetch_every or self.push_every
-        return step == 0 if every is None else step % every == 0
+def pulls_with_each_push(config):
+    """The plain async loop: push every step and pull right after, so one message can do both."""
+    return not config.policy.waits and config.push_every == 1 and (config.fetch_every or 1) == 1
 
 
 def worker_rng(seed, worker, stream):
@@ -59,26 +43,16 @@ def worker_rng(seed, worker, stream):
     return np.random.default_rng([seed, worker, stream])
 
 
-def prepare(problem, workers, policy, staleness, lr, lr_schedule, momentum, steps, partition,
-            batch_size, fetch_every, push_every, seed, storage=None, hooks=None, loss_every=1,
-            trace_limit=None):
-    """What every engine does first: check the arguments, split the data, make the server."""
+def prepare(problem, config, storage=None):
+    """What every engine does first: check the problem against the run, split the data, make the server."""
     if not isinstance(problem, Problem):
         raise checks.bad("problem", problem, "an asyncps problem, e.g. aps.problems.Quadratic(...) "
                          "or aps.problems.from_functions(loss, grad, x0)", TypeError)
-    workers = checks.integer("workers", workers, minimum=1)
-    seed = checks.integer("seed", seed, minimum=0)
-    settings = Settings(steps=steps, lr=lr, fetch_every=fetch_every, push_every=push_every,
-                        batch_size=batch_size)
-    shards = problem.shards(workers, partition, seed)
-    check_shards(shards, batch_size, problem)
-    server = ParameterServer(problem.x0, workers, policy, staleness, lr, lr_schedule, momentum,
-                             loss=problem.loss, steps=None if push_every is None else steps,
-                             storage=storage, loss_every=loss_every, trace_limit=trace_limit,
-                             **(hooks or {}))
-    server.trace.meta.update(partition=partition, batch_size=batch_size, fetch_every=fetch_every,
-                             push_every=push_every, seed=seed, problem=problem.name)
-    return server, settings, shards
+    shards = problem.shards(config.workers, config.partition, config.seed)
+    check_shards(shards, config.batch_size, problem)
+    server = ParameterServer(problem.x0, loss=problem.loss, storage=storage, problem=problem.name,
+                             config=config)
+    return server, shards
 
 
 def check_shards(shards, batch_size, problem):
@@ -102,55 +76,55 @@ def _blew_up(local, grad, x0):
             1.0 + np.abs(x0).max())
 
 
-def _finished(server, settings, step):
-    return server.done or (settings.push_every is None and step >= settings.steps)
+def _finished(server, config, step):
+    return server.done or (config.push_every is None and step >= config.steps)
 
 
-def worker_loop(k, server, problem, shard, settings, rng, clock, copies):
-    """Worker k: pull → compute → push until the server has made `settings.steps` versions.
+def worker_loop(k, server, problem, shard, config, rng, clock, copies):
+    """Worker k: pull → compute → push until the server has made `config.steps` versions.
 
     copies[k] always holds the worker's local copy of the parameters.
     """
     local, base = None, None
     total = np.zeros_like(server.params)        # gradients summed since the last push
     step = 0
-    while not _finished(server, settings, step):
+    while not _finished(server, config, step):
         if not server.may_start(k):              # the barrier (sync) or the SSP gate
             start = clock()
             yield GATE
             if clock() > start:                  # a gate that opened at the same instant cost nothing
                 server.record(Wait(k, start, clock(), server.policy.wait_reason))
-            if _finished(server, settings, step):
+            if _finished(server, config, step):
                 return
-        if settings.fetch_now(step):
+        if fetch_now(config, step):
             local, base = server.pull(k, clock())
             copies[k] = local
             if server.done:                      # the run ended while we asked
                 return
             yield SEND                           # the parameters travel to the worker
         start = clock()
-        batch = shard if settings.batch_size is None else np.sort(
-            rng.choice(shard, size=settings.batch_size, replace=False))
+        batch = shard if config.batch_size is None else np.sort(
+            rng.choice(shard, size=config.batch_size, replace=False))
         grad = problem.gradient(local, batch, rng)
         if not (isinstance(grad, np.ndarray) and grad.dtype == float and grad.shape == local.shape
                 and checks.all_finite(grad)):             # the fast path checks in one pass
             if _blew_up(local, grad, problem.x0):
                 server.stop(f"diverged: worker {k}'s local copy grew until its gradient overflowed; "
-                            f"try a smaller lr than {settings.lr:g}")
+                            f"try a smaller lr than {config.lr:g}")
                 return
             grad = checks.gradient(grad, local, source=f"{problem.name}'s gradient (worker {k})")
         yield COMPUTE
         server.record(Compute(k, start, clock(), base))
         step += 1
-        pushing = settings.push_every is not None and step % settings.push_every == 0
-        if pushing and settings.push_every == 1 and settings.fetch_now(step):
+        pushing = config.push_every is not None and step % config.push_every == 0
+        if pushing and config.push_every == 1 and fetch_now(config, step):
             # the plain loop: the gradient goes straight out and the copy is replaced next step
             yield SEND
             if server.done:
                 return
             server.push(k, grad, base, clock())
             continue
-        local -= settings.lr * grad              # the worker's own copy moves too
+        local -= config.lr * grad              # the worker's own copy moves too
         total += grad
         if pushing:
             yield SEND                           # the gradient travels to the server

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..core import checks
 
-PARTITIONS = ("iid", "by_label", "sorted")
+from ..core.config import PARTITIONS
 
 
 class Problem:

@@ -4,12 +4,12 @@ The drawing is in pure functions (render_timeline, render_params, render_charts:
 that need no kernel; the widgets only wire ipywidgets controls to them.
 """
 from .params import ParameterView, show
-from .playground import Playground, compare
+from .playground import Playground
 from .render_charts import histogram_svg, loss_curves
 from .render_params import ParameterModel, param_caption, params_svg
 from .render_timeline import TimelineModel, caption, static_html, timeline_svg
 from .timeline import Timeline
 
-__all__ = ["Timeline", "ParameterView", "Playground", "compare", "show", "TimelineModel",
+__all__ = ["Timeline", "ParameterView", "Playground", "show", "TimelineModel",
            "timeline_svg", "caption", "static_html", "ParameterModel", "params_svg",
            "param_caption", "loss_curves", "histogram_svg"]

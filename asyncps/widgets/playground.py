@@ -2,7 +2,7 @@
 async and ssp with the same settings and shows the Timeline of the chosen policy, their loss
 curves (per version and per unit of time) and the staleness histogram.
 
-`compare(...)` is the plain function behind it (call it with fixed values first); the
+`aps.compare(...)` is the plain function behind it (call it with fixed values first); the
 Playground only wires sliders to it. A setting that cannot run shows a message, not a traceback.
 """
 from html import escape
@@ -10,35 +10,15 @@ from html import escape
 import ipywidgets as widgets
 
 from ..core import checks
-from ..engines.simulate import simulate
+from ..core.policies import LR_SCHEDULES, POLICIES
+from ..engines.compare import compare
 from ..problems.base import Problem
-from ..problems.synthetic import LeastSquares
 from . import render_charts as rc
 from .timeline import Timeline
 
-POLICIES = ("sync", "async", "ssp")
-
-
-def compare(problem=None, workers=4, policy="async", staleness=2, lr=0.05, lr_schedule="constant",
-            straggler=1.0, partition="iid", push_every=1, steps=200, seed=0):
-    """Run sync, async and ssp with the same settings. Returns {policy: Run} and a message."""
-    problem = LeastSquares(n=512, dim=10, seed=0) if problem is None else problem
-    times = [1.0] * (workers - 1) + [straggler] if isinstance(workers, int) and workers >= 1 else None
-    runs, notes = {}, []
-    for name in POLICIES:
-        runs[name] = simulate(problem, workers=workers, policy=name,
-                              staleness=staleness if name == "ssp" else None, lr=lr,
-                              lr_schedule=lr_schedule, steps=steps, compute_times=times,
-                              partition=partition, push_every=push_every, seed=seed)
-        if runs[name].diverged:
-            notes.append(f"{name}: {runs[name].message}")
-    if workers == 1:
-        notes.append("with 1 worker there is nobody to be stale against: sync, async and ssp coincide")
-    return runs, " · ".join(notes)
-
 
 class Playground(widgets.VBox):
-    def __init__(self, problem=None, workers=4, policy="async", staleness=2, lr=0.05,
+    def __init__(self, problem=None, workers=4, policy="async", max_clocks_ahead=2, lr=0.05,
                  lr_schedule="constant", straggler=1.0, partition="iid", push_every=1, steps=200):
         if problem is not None and not isinstance(problem, Problem):
             raise checks.bad("problem", problem, "an asyncps problem or None", TypeError)
@@ -46,9 +26,9 @@ class Playground(widgets.VBox):
         self.steps = checks.integer("steps", steps, minimum=1, maximum=5000)
         workers = checks.integer("workers", workers, minimum=1, maximum=16)
         policy = checks.choice("policy", policy, POLICIES)
-        staleness = checks.integer("staleness", staleness, minimum=0, maximum=50)
+        max_clocks_ahead = checks.integer("max_clocks_ahead", max_clocks_ahead, minimum=0, maximum=50)
         lr = checks.real("lr", lr, minimum=1e-3, below=10.0 + 1e-9)
-        lr_schedule = checks.choice("lr_schedule", lr_schedule, ("constant", "staleness"))
+        lr_schedule = checks.choice("lr_schedule", lr_schedule, tuple(LR_SCHEDULES))
         straggler = checks.real("straggler", straggler, minimum=0.25, below=10.0 + 1e-9)
         partition = checks.choice("partition", partition, ("iid", "sorted"))
         push_every = checks.integer("push_every", push_every, minimum=1, maximum=10)
@@ -59,11 +39,12 @@ class Playground(widgets.VBox):
                                          style=style, layout=wide),
             "policy": widgets.ToggleButtons(options=POLICIES, value=policy, description="timeline of",
                                             style=style),
-            "staleness": widgets.IntSlider(value=staleness, min=0, max=50, description="SSP bound s",
+            "max_clocks_ahead": widgets.IntSlider(value=max_clocks_ahead, min=0, max=50,
+                                                  description="SSP: clocks ahead",
                                            style=style, layout=wide),
             "lr": widgets.FloatLogSlider(value=lr, base=10, min=-3, max=1, step=0.05, description="lr",
                                          style=style, layout=wide),
-            "lr_schedule": widgets.ToggleButtons(options=("constant", "staleness"), value=lr_schedule,
+            "lr_schedule": widgets.ToggleButtons(options=tuple(LR_SCHEDULES), value=lr_schedule,
                                                  description="lr schedule", style=style),
             "straggler": widgets.FloatSlider(value=straggler, min=0.25, max=10, step=0.25,
                                              description="last worker ×", style=style, layout=wide),
@@ -80,7 +61,7 @@ class Playground(widgets.VBox):
         self.by_time = widgets.HTML()
         self.histogram = widgets.HTML()
         c = self.controls
-        left = widgets.VBox([c["workers"], c["staleness"], c["lr"], c["straggler"], c["push_every"]])
+        left = widgets.VBox([c["workers"], c["max_clocks_ahead"], c["lr"], c["straggler"], c["push_every"]])
         right = widgets.VBox([c["policy"], c["lr_schedule"], c["partition"]])
         charts = widgets.HBox([self.losses, self.by_time, self.histogram])
         super().__init__([widgets.HBox([left, right]), self.message, self.timeline_box, charts])

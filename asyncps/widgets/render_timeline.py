@@ -25,7 +25,8 @@ class TimelineModel:
             raise ValueError("this trace has no events to show (steps=0?): nothing happened yet")
         self.trace, self.events = trace, trace.events
         self.workers = trace.workers
-        self.policy = trace.meta.get("policy", "async")
+        self.policy = trace.meta.get("policy", "async")      # its name, for the title
+        self.averages = trace.policy.averages                # sync: pushes gather into rounds
         times = [getattr(e, "end", getattr(e, "time", 0.0)) for e in self.events]
         self.now = np.maximum.accumulate(np.array(times, dtype=float))
         # when each version appeared: v+1 is made by the last push applied to v
@@ -85,12 +86,12 @@ def caption(model, frame):
         if e.reason == "barrier":
             return (f"worker {e.worker} waited at the barrier {span}: every worker must push "
                     f"before the server makes v{at}")
-        bound = model.trace.meta.get("staleness")
-        return (f"worker {e.worker} waited at the SSP gate {span}: it was more than s={bound} clocks "
+        s = model.trace.meta.get("max_clocks_ahead")
+        return (f"worker {e.worker} waited at the SSP gate {span}: it was more than s={s} clocks "
                 f"ahead of the slowest worker")
     if e.kind == "lost":
         return f"worker {e.worker} was lost ({e.reason}); the run goes on without it"
-    if model.policy == "sync":
+    if model.averages:
         k = model.round_position[frame]
         if k < n:
             return (f"worker {e.worker} pushed its gradient computed on v{e.computed_on} "

@@ -9,7 +9,8 @@ from html import escape
 import ipywidgets as widgets
 
 from ..core import checks
-from ..core.trace import Run, Trace
+from ..core.run import Run
+from ..core.trace import Trace
 from . import render_timeline as rt
 
 

@@ -1,0 +1,180 @@
+"""One run configuration: the arguments of `simulate`, `train` and `launch`, checked once.
+
+The entry points build a frozen `RunConfig` from their keyword arguments (its fields are their
+arguments: the signatures of `simulate` and `train` are made of them) and pass it down whole:
+the server, the worker loop and every engine read what they need from it, and `trace.meta` is
+written once, by `config.meta(problem_name)`. Nothing below the entry points takes the run's
+arguments one by one.
+"""
+from dataclasses import dataclass, field, fields, replace
+
+from . import checks, hooks
+from .policies import Policy, lr_schedule as schedule_of, make_policy, schedule_name
+
+ENGINES = ("threads", "processes", "rpc")          # the real engines of aps.train
+DEVICES = ("cpu", "cuda", "auto")
+PARTITIONS = ("iid", "by_label", "sorted")
+LOOPBACK = "127.0.0.1"
+SIMULATE_ONLY = ("compute_times", "jitter", "comm_delay")
+TRAIN_ONLY = ("engine", "device", "slowdown", "lock", "timeout", "checkpoint", "checkpoint_every",
+              "address", "allow_remote")
+SET_BY_ENTRY_POINTS = ("devices", "launcher")
+RENAMED = {"staleness": ("max_clocks_ahead", "the SSP threshold counts clocks (pushes) the fastest "
+                         "worker may run ahead of the slowest; staleness is only a push's "
+                         "applied_to - computed_on (Push.staleness)")}
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    workers: int = 2
+    policy: str | Policy = "async"    # given as a name; held as its Policy (policies.py)
+    max_clocks_ahead: int | None = None
+    lr: float = 0.1
+    lr_schedule: object = "constant"  # a name, or rate(lr, staleness); held as the function
+    momentum: float = 0.0
+    steps: int = 100                  # server versions after v0 (push_every=None: local steps)
+    partition: str = "iid"
+    batch_size: int | None = None     # None: the whole shard
+    fetch_every: int | None = None    # None: pull right after each push
+    push_every: int | None = 1        # None: never push (local copies only)
+    seed: int = 0
+    apply: object = None              # a learner's push, round, gate (hooks.py)
+    average: object = None
+    gate: object = None
+    loss_every: int = 1
+    trace_limit: int | None = None
+    # the simulator's virtual time
+    compute_times: tuple | None = None
+    jitter: float = 0.0
+    comm_delay: float = 0.0
+    # the real engines
+    engine: str = "simulate"
+    device: str = "cpu"
+    slowdown: tuple | None = None
+    lock: bool = True
+    timeout: float = 60.0
+    checkpoint: object = None
+    checkpoint_every: int = 100
+    address: str = LOOPBACK
+    allow_remote: bool = False
+    devices: tuple = ()               # set by train once the device is resolved
+    launcher: str | None = None       # set by asyncps.launch
+    lr_schedule_name: str = field(init=False, repr=False, compare=False, default="constant")
+
+    def __post_init__(self):
+        def put(name, value):
+            object.__setattr__(self, name, value)
+
+        workers = checks.integer("workers", self.workers, minimum=1)
+        put("workers", workers)
+        put("seed", checks.integer("seed", self.seed, minimum=0))
+        put("steps", checks.integer("steps", self.steps, minimum=0))
+        put("lr", checks.real("lr", self.lr, positive=True))
+        for name in ("fetch_every", "push_every", "batch_size", "trace_limit"):
+            if getattr(self, name) is not None:
+                put(name, checks.integer(name, getattr(self, name), minimum=0 if name == "trace_limit" else 1))
+        checks.choice("partition", self.partition, PARTITIONS)
+        policy = self.policy
+        if isinstance(policy, Policy):        # dataclasses.replace passes the Policy back in
+            policy = policy.name
+        put("policy", make_policy(policy, self.max_clocks_ahead))
+        hooks.check(apply=self.apply, average=self.average, gate=self.gate, momentum=self.momentum,
+                    policy=self.policy)
+        put("lr_schedule", schedule_of(self.lr_schedule))
+        put("lr_schedule_name", schedule_name(self.lr_schedule))
+        put("momentum", checks.real("momentum", self.momentum, minimum=0.0, below=1.0))
+        put("loss_every", checks.integer("loss_every", self.loss_every, minimum=1))
+        if self.engine == "simulate":
+            times = [1.0] * workers if self.compute_times is None else checks.vector(
+                "compute_times", self.compute_times, length=workers, minimum=0.0, positive=True)
+            put("compute_times", tuple(float(t) for t in times))
+            put("jitter", checks.real("jitter", self.jitter, minimum=0.0, below=5.0))  # e^±15 already
+            put("comm_delay", checks.real("comm_delay", self.comm_delay, minimum=0.0))
+        else:
+            self._check_real_engine(put)
+
+    def _check_real_engine(self, put):
+        checks.choice("engine", self.engine, ENGINES)
+        checks.choice("device", self.device, DEVICES)
+        slowdown = [0.0] * self.workers if self.slowdown is None else checks.vector(
+            "slowdown", self.slowdown, length=self.workers, minimum=0.0)
+        put("slowdown", tuple(float(s) for s in slowdown))
+        put("timeout", checks.real("timeout", self.timeout, positive=True, below=1e6))  # ~11 days
+        put("checkpoint_every", checks.integer("checkpoint_every", self.checkpoint_every, minimum=1))
+        for name in ("lock", "allow_remote"):
+            if not isinstance(getattr(self, name), bool):
+                raise checks.bad(name, getattr(self, name), "True or False", TypeError)
+        on_gpu = any(d != "cpu" for d in self.devices) or (not self.devices and self.device == "cuda")
+        if not self.lock and (self.engine != "threads" or self.policy.name != "async" or on_gpu):
+            raise ValueError(f"lock=False is not allowed with engine={self.engine!r}, policy="
+                             f"{self.policy.name!r}, device={self.device!r}: lock-free (Hogwild) "
+                             f"updates are offered for engine='threads', policy='async' on the CPU only")
+        if self.engine != "rpc" and (self.address != LOOPBACK or self.allow_remote):
+            raise TypeError(f"address={self.address!r} and allow_remote={self.allow_remote!r} are "
+                            f"options of engine='rpc' only")
+        if not isinstance(self.address, str) or not self.address:
+            raise checks.bad("address", self.address, "a host name or IP address (text)", TypeError)
+
+    @property
+    def simulated(self):
+        return self.engine == "simulate"
+
+    def replace(self, **changes):
+        return replace(self, **changes)
+
+    def worker_side(self):
+        """What a worker process needs: the server-side functions (a learner's hooks, the lr
+        schedule, the checkpoint path) stay with the server."""
+        return replace(self, apply=None, average=None, gate=None, lr_schedule="constant",
+                       checkpoint=None)
+
+    def meta(self, problem):
+        """What `trace.meta` says about the run: written once, from here."""
+        meta = {"workers": self.workers, "policy": self.policy.name,
+                "max_clocks_ahead": self.max_clocks_ahead, "lr": self.lr,
+                "lr_schedule": self.lr_schedule_name, "momentum": self.momentum,
+                "partition": self.partition, "batch_size": self.batch_size,
+                "fetch_every": self.fetch_every, "push_every": self.push_every, "seed": self.seed,
+                "problem": problem, "engine": self.engine,
+                "clock": "virtual" if self.simulated else "wall"}
+        if self.simulated:
+            meta.update(compute_times=list(self.compute_times), jitter=self.jitter,
+                        comm_delay=self.comm_delay)
+        else:
+            meta.update(device=self.device, devices=list(self.devices),
+                        slowdown=list(self.slowdown), lock=self.lock)
+        if self.launcher:
+            meta["launcher"] = self.launcher
+        return meta
+
+
+def argument_names(entry):
+    """The keyword arguments of `simulate` or `train`: RunConfig's fields, minus the other's."""
+    skip = set(SET_BY_ENTRY_POINTS) | {"lr_schedule_name"}
+    skip |= set(TRAIN_ONLY) if entry == "simulate" else set(SIMULATE_ONLY)
+    return [f.name for f in fields(RunConfig) if f.init and f.name not in skip]
+
+
+def configure(entry, arguments):
+    """The RunConfig of a call `entry(problem, **arguments)`; old or unknown keywords explained."""
+    for old, (new, why) in RENAMED.items():
+        if old in arguments:
+            raise TypeError(f"{old}= was renamed: use {new}= ({why})")
+    allowed = argument_names(entry)
+    for name in arguments:
+        if name not in allowed:
+            other = "train" if entry == "simulate" else "simulate"
+            hint = (f": it is an argument of aps.{other} only" if name in argument_names(other)
+                    else f"; allowed: {', '.join(allowed)}")
+            raise TypeError(f"{entry}() got an unexpected keyword argument {name!r}{hint}")
+    if entry == "simulate":
+        arguments = {**arguments, "engine": "simulate"}
+    elif arguments.get("engine", "threads") == "simulate":
+        raise ValueError("engine='simulate' is not allowed in train: use aps.simulate(...) "
+                         f"for virtual time, or engine one of {', '.join(map(repr, ENGINES))}")
+    else:
+        arguments = {"engine": "threads", **arguments}
+        given = sorted({"address", "allow_remote"} & set(arguments))
+        if given and arguments["engine"] != "rpc":
+            raise TypeError(f"train() got {given}: these options are for engine='rpc' only")
+    return RunConfig(**arguments)

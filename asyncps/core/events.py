@@ -1,0 +1,61 @@
+"""The events of a run: what every engine records and every view renders.
+
+    Pull(worker, version, time)                       a worker reads version v
+    Compute(worker, start, end, computed_on)          it computes a gradient on v
+    Push(worker, computed_on, applied_to, staleness, time)
+                                                      the server applies it to its current version
+    Wait(worker, start, end, reason)                  it sits at the barrier or the SSP gate
+    Lost(worker, time, reason)                        a real worker died; the run went on without it
+
+``staleness = applied_to - computed_on``: a gradient computed on v0 and applied to v1 is stale
+by one version. It is the only thing called staleness in asyncps.
+"""
+from dataclasses import dataclass
+from typing import ClassVar
+
+
+@dataclass(frozen=True)
+class Pull:
+    worker: int
+    version: int
+    time: float
+    kind: ClassVar[str] = "pull"
+
+
+@dataclass(frozen=True)
+class Compute:
+    worker: int
+    start: float
+    end: float
+    computed_on: int
+    kind: ClassVar[str] = "compute"
+
+
+@dataclass(frozen=True)
+class Push:
+    worker: int
+    computed_on: int
+    applied_to: int
+    staleness: int
+    time: float
+    kind: ClassVar[str] = "push"
+
+
+@dataclass(frozen=True)
+class Wait:
+    worker: int
+    start: float
+    end: float
+    reason: str          # "barrier" (sync) or "ssp" (the SSP gate)
+    kind: ClassVar[str] = "wait"
+
+
+@dataclass(frozen=True)
+class Lost:
+    worker: int
+    time: float
+    reason: str          # e.g. "killed by signal 9"
+    kind: ClassVar[str] = "lost"
+
+
+EVENT_TYPES = {cls.kind: cls for cls in (Pull, Compute, Push, Wait, Lost)}

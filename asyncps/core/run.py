@@ -1,0 +1,82 @@
+"""A Run: what an engine returns, and the same Run on disk (a checkpoint).
+
+One .npz file holds the parameters, the server state (version, clocks,
+momentum buffer) and the trace as JSON. It is written atomically (atomic.py),
+so a crash during a save leaves the previous checkpoint intact. Nothing is
+pickled: loading runs no code.
+"""
+import json
+import zipfile
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import atomic
+from .trace import Trace
+
+
+@dataclass
+class Run:
+    """What an engine returns: the trace, the losses per version and the final parameters."""
+    trace: Trace
+    params: np.ndarray
+    diverged: bool = False
+    message: str = ""
+    worker_params: list = field(default_factory=list)   # each worker's local copy at the end
+    server_state: dict = field(default_factory=dict)    # version, clocks, momentum: for resume
+
+    @property
+    def losses(self):
+        return self.trace.losses
+
+    def versions_to_reach(self, loss):
+        """The first version whose loss is <= `loss`, or None if the run never got there."""
+        below = np.nonzero(np.asarray(self.losses) <= loss)[0]
+        return int(below[0]) if below.size else None
+
+    def time_to_reach(self, loss):
+        """When the server first reached `loss` (virtual time or seconds), or None."""
+        v = self.versions_to_reach(loss)
+        return None if v is None else float(self.trace.version_times()[v])
+
+    def save(self, path):
+        """Write the run to `path` (.npz) atomically: a crash mid-save keeps the previous file."""
+        save_run(self, path)
+
+    def __repr__(self):
+        s = self.trace.summary()
+        text = (f"Run({self.trace.meta.get('policy', '?')}, workers={self.trace.workers}, "
+                f"versions={s['versions']}, pushes={s['pushes']}, "
+                f"final loss={self.losses[-1]:.4g}, mean staleness={s['mean_staleness']:.2f})")
+        return text + (f"\n  {self.message}" if self.message else "")
+
+
+def save_run(run, path):
+    """Write `run` to `path` (.npz) atomically."""
+    state = dict(run.server_state)
+    velocity = state.pop("velocity", None)
+    meta = {"diverged": run.diverged, "message": run.message, "server_state": state}
+    arrays = {"params": run.params, "meta": np.array(json.dumps(meta)),
+              "trace": np.array(run.trace.to_json())}
+    if velocity is not None:
+        arrays["velocity"] = velocity
+    if run.worker_params:
+        arrays["worker_params"] = np.stack(run.worker_params)
+    return atomic.write_atomically(path, lambda f: np.savez(f, **arrays))
+
+
+def load_run(path):
+    """Read a Run written by Run.save (or by a training checkpoint)."""
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            meta = json.loads(str(data["meta"]))
+            state = dict(meta["server_state"])
+            state["velocity"] = data["velocity"].copy() if "velocity" in data else None
+            workers = list(data["worker_params"]) if "worker_params" in data else []
+            return Run(trace=Trace.from_json(str(data["trace"])), params=data["params"].copy(),
+                       diverged=meta["diverged"], message=meta["message"], worker_params=workers,
+                       server_state=state)
+    except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile) as err:
+        if isinstance(err, FileNotFoundError):
+            raise
+        raise ValueError(f"{path} is not a readable asyncps checkpoint: {err}") from None

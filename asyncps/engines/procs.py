@@ -1,0 +1,148 @@
+"""Worker processes, for every engine that has them (processes, rpc): start, watch, tear down.
+
+Children come from multiprocessing's fork server, a clean helper process that imports torch
+once (safe from a notebook; each run then starts its children in milliseconds). Each child gets
+a pipe. `receive` waits on every live child's pipe *and* its process sentinel at once, so a child
+that dies without a word is noticed at once. `Children` as a context manager leaves nothing
+behind: every child is joined, terminated or killed on the way out, on success or on error.
+
+A child that raises sends its error and traceback (`send_error`); the parent re-raises it with
+that traceback attached (`remote_error`).
+"""
+import pickle
+import signal
+import time
+import traceback
+from multiprocessing.connection import wait
+
+PRELOAD = ["numpy", "torch", "cloudpickle", "asyncps.engines.processes", "asyncps.engines.rpc.world"]
+
+
+class RemoteTraceback(Exception):
+    """The traceback of an error raised inside a worker process."""
+
+    def __str__(self):
+        return self.args[0]
+
+
+def context():
+    """The multiprocessing context of every engine with worker processes."""
+    import torch.multiprocessing as mp
+
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(PRELOAD)
+    return ctx
+
+
+def dumps(what, name="problem"):
+    """`what` (a problem defined in a notebook cell too) as bytes for the children, via cloudpickle."""
+    import cloudpickle
+
+    try:
+        return cloudpickle.dumps(what)
+    except Exception as err:                            # noqa: BLE001
+        raise TypeError(f"{name}={what!r:.80} cannot be sent to worker processes ({err}). Define its "
+                        f"functions at module level, or use engine='threads'") from None
+
+
+class Children:
+    """The children of one run, each with its pipe: `with Children() as c: c.start(...)`."""
+
+    def __init__(self):
+        self.ctx, self.procs, self.conns, self.ok = context(), [], [], False
+
+    def start(self, target, name, *args):
+        """Start `target(*args, conn)` in a child; returns its index."""
+        ours, theirs = self.ctx.Pipe()
+        proc = self.ctx.Process(target=target, name=name, daemon=True, args=(*args, theirs))
+        proc.start()
+        theirs.close()
+        self.procs.append(proc)
+        self.conns.append(ours)
+        return len(self.procs) - 1
+
+    def receive(self, live, timeout=0.2):
+        """[(k, message)] for the live children that said something; message None: k died."""
+        handles = {self.conns[k]: k for k in live}
+        handles.update({self.procs[k].sentinel: k for k in live})
+        said = []
+        for handle in wait(list(handles), timeout=timeout):
+            k = handles[handle]
+            if any(k == j for j, _ in said):
+                continue
+            try:
+                message = self.conns[k].recv() if self.conns[k].poll() else None
+            except (EOFError, OSError):
+                message = None
+            said.append((k, message))
+        return said
+
+    def exit_reason(self, k):
+        proc = self.procs[k]
+        proc.join(0.5)
+        code = proc.exitcode
+        if code is not None and code < 0:
+            return f"killed by signal {-code} ({signal.Signals(-code).name})"
+        return f"exited with status {code}"
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, *_):
+        self.shutdown(grace=2.0 if kind is None and self.ok else 0.0)
+
+    def shutdown(self, grace):
+        """Leave nothing behind: every child joined (terminated, then killed, if it must be)."""
+        deadline = time.monotonic() + grace
+        for proc in self.procs:
+            proc.join(max(0.0, deadline - time.monotonic()))
+        for proc in self.procs:
+            if proc.is_alive():
+                proc.terminate()
+        for proc in self.procs:
+            proc.join(1.0)
+            if proc.is_alive():
+                proc.kill()
+                proc.join()
+        for conn in self.conns:
+            conn.close()
+
+
+def child_setup():
+    """What every child does first: leave Ctrl-C to the parent, one torch thread."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)       # the parent handles Ctrl-C and stops us
+    import torch
+
+    torch.set_num_threads(1)
+
+
+def send_error(conn, err):
+    """Tell the parent what went wrong here, with the traceback."""
+    try:
+        blob = pickle.dumps(err)
+    except Exception:                                   # noqa: BLE001
+        blob = None
+    try:
+        conn.send(("error", blob, traceback.format_exc(), []))
+    except (BrokenPipeError, EOFError, OSError):
+        pass
+
+
+def remote_error(where, blob, text):
+    err = None
+    if blob is not None:
+        try:
+            err = pickle.loads(blob)
+        except Exception:                               # noqa: BLE001
+            err = None
+    if not isinstance(err, BaseException):
+        err = RuntimeError(f"{where} failed:\n{text}")
+    err.__cause__ = RemoteTraceback(f'\n"""\n{text}"""')
+    err.add_note(f"(raised in {where}; its traceback is above)")
+    return err
+
+
+def loads(blob):
+    import cloudpickle
+
+    return cloudpickle.loads(blob)
