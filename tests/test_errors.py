@@ -105,3 +105,36 @@ def test_problem_constructors_check_their_arguments():
         aps.problems.LeastSquares(n=0)
     with pytest.raises(TypeError, match="dim=2.5"):
         aps.problems.Logistic(dim=2.5)
+
+
+# -- renamed keywords ----------------------------------------------------------------------
+@pytest.mark.parametrize("call", [
+    lambda: aps.simulate(aps.problems.Quadratic(), policy="ssp", staleness=1),
+    lambda: aps.train(aps.problems.Quadratic(), policy="ssp", staleness=1),
+    lambda: aps.compare(staleness=1),
+    lambda: aps.ParameterServer([0.0], policy="ssp", staleness=1),
+    lambda: aps.widgets.Playground(staleness=1),
+])
+def test_the_old_ssp_keyword_raises_an_error_naming_the_new_one(call):
+    with pytest.raises(TypeError, match=r"staleness= was renamed: use max_clocks_ahead="):
+        call()
+
+
+def test_the_old_lr_schedule_name_raises_an_error_naming_the_new_one():
+    with pytest.raises(ValueError, match="lr_schedule='divide_by_staleness'"):
+        aps.simulate(aps.problems.Quadratic(), lr_schedule="staleness")
+
+
+def test_the_launcher_s_old_flag_names_the_new_one(capsys):
+    from asyncps import launch
+
+    with pytest.raises(SystemExit):
+        launch.parse(["--staleness", "1"])
+    assert "--max-clocks-ahead" in capsys.readouterr().err
+
+
+def test_an_argument_of_the_other_entry_point_is_named_as_such():
+    with pytest.raises(TypeError, match="argument of aps.train only"):
+        aps.simulate(aps.problems.Quadratic(), slowdown=[0, 0])
+    with pytest.raises(TypeError, match="argument of aps.simulate only"):
+        aps.train(aps.problems.Quadratic(), compute_times=[1, 1])

@@ -155,11 +155,27 @@ def argument_names(entry):
     return [f.name for f in fields(RunConfig) if f.init and f.name not in skip]
 
 
-def configure(entry, arguments):
-    """The RunConfig of a call `entry(problem, **arguments)`; old or unknown keywords explained."""
+def refuse_renamed(arguments):
+    """An old keyword (staleness=) raises an error that names the new one."""
     for old, (new, why) in RENAMED.items():
         if old in arguments:
             raise TypeError(f"{old}= was renamed: use {new}= ({why})")
+
+
+def renamed_keywords(function):
+    """`function` (an entry point with its own signature) explains an old keyword, too."""
+    def entry(*args, **kwargs):
+        refuse_renamed(kwargs)
+        return function(*args, **kwargs)
+    entry.__name__, entry.__qualname__, entry.__doc__ = (function.__name__, function.__qualname__,
+                                                         function.__doc__)
+    entry.__wrapped__ = function              # help() and Shift-Tab show function's signature
+    return entry
+
+
+def configure(entry, arguments):
+    """The RunConfig of a call `entry(problem, **arguments)`; old or unknown keywords explained."""
+    refuse_renamed(arguments)
     allowed = argument_names(entry)
     for name in arguments:
         if name not in allowed:

@@ -58,7 +58,7 @@ class Semantics:
         self.version = 0
         self.clocks = [0] * self.workers      # pushes per worker; None once a worker is lost
         self.round = {}                       # sync: worker -> its gradient, this round
-        self.stopped = False
+        self.stopped, self.lost = False, set()
 
     @property
     def done(self):
@@ -113,7 +113,9 @@ class Semantics:
 
     @property
     def live_clocks(self):
-        return [c for c in self.clocks if c is not None]
+        if self.lost:
+            return [c for c in self.clocks if c is not None]
+        return self.clocks                    # nobody lost: every clock is live (and not copied)
 
     @property
     def slowest(self):
@@ -127,6 +129,7 @@ class Semantics:
                                f"policy={self.policy.name!r} waits for every worker, so the run "
                                f"cannot go on; use policy='async' to tolerate lost workers")
         self.clocks[worker] = None
+        self.lost.add(worker)
 
     # -- what the full server (server.py) adds --------------------------------------------
     def record(self, event):

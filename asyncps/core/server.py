@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from . import checks, hooks, semantics
-from .config import RunConfig
+from .config import RunConfig, refuse_renamed
 from .policies import LR_SCHEDULES, Momentum
 from .run import Run
 from .trace import Trace
@@ -43,6 +43,7 @@ def rules(config):
 class ParameterServer(semantics.Semantics):
     def __init__(self, x0, loss=None, storage=None, problem="problem", config=None, **arguments):
         """`config`: a RunConfig; or its fields as keyword arguments (workers=, policy=, lr=, ...)."""
+        refuse_renamed(arguments)
         config = RunConfig(**arguments) if config is None else config
         self.config = config
         x0 = checks.vector("x0", x0)

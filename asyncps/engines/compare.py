@@ -3,11 +3,13 @@
 The plain function behind the Playground widget (call it with fixed values first): it returns
 {policy: Run} and a message for settings worth a remark (a run that diverged, one worker).
 """
+from ..core.config import renamed_keywords
 from ..core.policies import POLICIES
 from ..problems.synthetic import LeastSquares
 from .simulate import simulate
 
 
+@renamed_keywords
 def compare(problem=None, workers=4, policy="async", max_clocks_ahead=2, lr=0.05,
             lr_schedule="constant", straggler=1.0, partition="iid", push_every=1, steps=200, seed=0):
     """Run sync, async and ssp with the same settings; the last worker is `straggler` times slower.

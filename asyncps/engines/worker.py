@@ -16,6 +16,9 @@ gradients every `push_every` local steps and pulls every `fetch_every` steps
 (default: right after each push), applying each gradient to its local copy in
 between. `push_every=None` never pushes: each worker pulls v0 once and its
 local copy drifts away from the others; the server never moves.
+
+Every setting the loop reads (steps, lr, push_every, fetch_every, batch_size) comes from the run's
+one RunConfig (asyncps/core/config.py), the same object the server was made from.
 """
 import numpy as np
 

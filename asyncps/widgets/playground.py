@@ -10,6 +10,7 @@ from html import escape
 import ipywidgets as widgets
 
 from ..core import checks
+from ..core.config import renamed_keywords
 from ..core.policies import LR_SCHEDULES, POLICIES
 from ..engines.compare import compare
 from ..problems.base import Problem
@@ -18,6 +19,7 @@ from .timeline import Timeline
 
 
 class Playground(widgets.VBox):
+    @renamed_keywords
     def __init__(self, problem=None, workers=4, policy="async", max_clocks_ahead=2, lr=0.05,
                  lr_schedule="constant", straggler=1.0, partition="iid", push_every=1, steps=200):
         if problem is not None and not isinstance(problem, Problem):
