@@ -1,6 +1,9 @@
 """The benchmark's plumbing (its numbers come from `make bench`, never from assertions here)."""
+from engines import nothing_left_behind  # noqa: F401 (a fixture)
+
+import asyncps as aps
 from asyncps.bench import __main__ as bench
-from asyncps.bench import experiments
+from asyncps.bench import baselines, experiments
 
 
 def fake_results():
@@ -35,3 +38,8 @@ def test_the_experiments_run_small():
     assert [r["workers"] for r in rows] == [1, 2] and rows[0]["sync"] == rows[0]["async"]
     cost = experiments.server_cost(size=1000, repeat=5)
     assert cost["push"] > 0 and cost["update"] > 0
+
+
+def test_the_hand_written_rpc_baseline_runs_on_loopback_and_leaves_nothing(nothing_left_behind):
+    rate = baselines.torch_rpc_loop(aps.problems.LeastSquares(n=256, dim=4, seed=0), 1, 30)
+    assert rate > 0

@@ -26,13 +26,14 @@ def _ps_push(grad):
 
 
 def _ps_main(x0, lr, world, conn):
-    from ..engines import rpc as ours
     import torch.distributed.rpc as rpc
 
+    from ..engines.rpc import rendezvous
+
     _PS.update(params=x0.copy(), lr=lr, lock=threading.Lock())
-    port = ours.listen(ours.LOOPBACK)                  # loopback only, like asyncps itself
+    port = rendezvous.listen(rendezvous.LOOPBACK)      # loopback only, like asyncps itself
     conn.send(port)
-    ours._init("ps", 0, world, f"asyncps://{ours.LOOPBACK}:{port}", 60.0)
+    rendezvous.join("ps", 0, world, f"asyncps://{rendezvous.LOOPBACK}:{port}", 60.0)
     rpc.shutdown()                                      # waits for every trainer (graceful)
 
 
@@ -41,13 +42,13 @@ def _trainer_main(k, payload, steps, world, conn):
     import torch
     import torch.distributed.rpc as rpc
 
-    from ..engines import rpc as ours
+    from ..engines.rpc import rendezvous
 
     torch.set_num_threads(1)
     problem = cloudpickle.loads(payload)
     rng = np.random.default_rng([k, 99])
     port = conn.recv()
-    ours._init(f"trainer{k}", k + 1, world, f"asyncps://{ours.LOOPBACK}:{port}", 60.0)
+    rendezvous.join(f"trainer{k}", k + 1, world, f"asyncps://{rendezvous.LOOPBACK}:{port}", 60.0)
     start = time.perf_counter()
     for _ in range(steps):
         params = rpc.rpc_sync("ps", _ps_get).numpy()
@@ -60,27 +61,18 @@ def _trainer_main(k, payload, steps, world, conn):
 
 def torch_rpc_loop(problem, workers, steps_per_worker, lr=0.01):
     """Pushes per second of the hand-written rpc loop with `workers` trainers."""
-    import cloudpickle
+    from ..engines import procs
 
-    from ..engines.processes import shutdown, worker_context
-
-    ctx = worker_context()
-    world = workers + 1
-    ps_ours, ps_theirs = ctx.Pipe()
-    pipes = [ctx.Pipe() for _ in range(workers)]
-    procs = [ctx.Process(target=_ps_main, args=(problem.x0, lr, world, ps_theirs), daemon=True)]
-    payload = cloudpickle.dumps(problem)
-    procs += [ctx.Process(target=_trainer_main, args=(k, payload, steps_per_worker, world, theirs),
-                          daemon=True) for k, (_, theirs) in enumerate(pipes)]
-    try:
-        for p in procs:
-            p.start()
-        port = ps_ours.recv()
-        for ours, _ in pipes:
-            ours.send(port)
-        spans = [ours.recv() for ours, _ in pipes]
-    finally:
-        shutdown(procs, [ps_ours] + [o for o, _ in pipes], grace=5.0)
+    world, payload = workers + 1, procs.dumps(problem)
+    with procs.Children() as children:                 # nothing left behind, on any ending
+        children.start(_ps_main, "baseline-ps", problem.x0, lr, world)
+        for k in range(workers):
+            children.start(_trainer_main, f"baseline-trainer-{k}", k, payload, steps_per_worker, world)
+        port = children.conns[0].recv()
+        for conn in children.conns[1:]:
+            conn.send(port)
+        spans = [conn.recv() for conn in children.conns[1:]]
+        children.ok = True
     first, last = min(s for s, _ in spans), max(e for _, e in spans)
     return workers * steps_per_worker / (last - first)
 
