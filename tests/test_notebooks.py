@@ -13,7 +13,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
 LECTURE = ["00-start-here", "01-synchronous-ps", "02-asynchronous-ps", "03-does-it-still-converge",
-           "04-bounded-staleness", "05-local-updates", "06-threads-processes-gpus",
+           "04-stale-synchronous-parallel", "05-local-updates", "06-threads-processes-gpus",
            "07-several-machines"]
 ALL = LECTURE + ["playground"]
 

@@ -3,8 +3,8 @@
 1. versions only increase, by one per applied update (one push under async/ssp,
    one round of every live worker's push under sync);
 2. staleness == applied_to - computed_on >= 0, and 0 under sync;
-3. under ssp with bound s, a worker starts an iteration (pulls) at most s clocks
-   ahead of the slowest live worker;
+3. under ssp with threshold s (max_clocks_ahead), a worker starts an iteration (pulls)
+   at most s clocks ahead of the slowest live worker;
 4. there is one loss per version.
 A Hogwild trace (meta lock=False) promises none of this: updates may be lost.
 """

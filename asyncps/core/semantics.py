@@ -99,10 +99,10 @@ class Semantics:
     def update(self, grad, computed_on):
         """One new version: the configured push rule moves the parameters."""
         lr = self.lr_schedule(self.lr, self.version - computed_on)
-        params, version, _ = self.apply(self.params, self.version, grad, computed_on, lr)
+        params, _, _ = self.apply(self.params, self.version, grad, computed_on, lr)
         if params is not self.params:
             self.params[:] = params           # an engine may keep the parameters in shared memory
-        self.version = version
+        self.version += 1                     # (a learner's apply is checked to say the same)
         self.new_version()
 
     def may_start(self, worker):

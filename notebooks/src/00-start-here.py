@@ -54,7 +54,7 @@ for push in run.trace.pushes[:4]:
 # | `01-synchronous-ps` | what is a parameter server; what does the barrier cost? |
 # | `02-asynchronous-ps` | what happens without the barrier: v0, v1 and the stale push |
 # | `03-does-it-still-converge` | "the gradients are similar" versus "more compute, more iterations" |
-# | `04-bounded-staleness` | SSP: between sync and async |
+# | `04-stale-synchronous-parallel` | SSP: between sync and async |
 # | `05-local-updates` | why can't a worker just update its own copy? |
 # | `06-threads-processes-gpus` | the same algorithms on real threads and processes |
 # | `07-several-machines` | torch.distributed: one server, workers on several machines |

@@ -8,7 +8,7 @@
 #   to reach a target loss, sync versus async, with a straggler and without;
 # - see, on a 1-D quadratic, where a stale gradient makes the run diverge, and why staleness needs a
 #   smaller lr;
-# - use the staleness-aware lr (`lr_schedule="staleness"`) and know when it helps.
+# - use the staleness-aware lr (`lr_schedule="divide_by_staleness"`) and know when it helps.
 
 # %% [markdown]
 # ## The debate
@@ -259,14 +259,15 @@ print(f"sync, 4 workers: measured {largest_lr(4, policy='sync'):.3f}")
 
 # %% [markdown]
 # ## The staleness-aware lr
-# `lr_schedule="staleness"` applies a push that is s versions stale with lr / (s + 1)
+# `lr_schedule="divide_by_staleness"` applies a push that is s versions stale with lr / (s + 1)
 # (Zhang et al. 2016). At lr 0.6 with 4 workers plain async diverges on the quadratic:
 
 # %%
-for schedule in ["constant", "staleness"]:
+for schedule in ["constant", "divide_by_staleness"]:
     run = aps.simulate(quad, workers=4, policy="async", lr=0.6, lr_schedule=schedule, steps=300)
-    print(f"{schedule:>9}: diverged={run.diverged}  final loss {run.losses[-1]:.3g}")
-print(f"largest lr with the staleness schedule, 4 workers: {largest_lr(4, lr_schedule='staleness'):.3f}")
+    print(f"{schedule:>19}: diverged={run.diverged}  final loss {run.losses[-1]:.3g}")
+print(f"largest lr with the divide_by_staleness schedule, 4 workers: "
+      f"{largest_lr(4, lr_schedule='divide_by_staleness'):.3f}")
 
 # %% [markdown] fragment
 # With the schedule the usable lr is back to 1.78, near the no-delay limit 2. But be honest about
@@ -280,24 +281,24 @@ print(f"largest lr with the staleness schedule, 4 workers: {largest_lr(4, lr_sch
 # `compute_times=[1, 1, 1, 4]`:
 
 # %%
-for lr, schedule in [(0.5, "constant"), (0.2, "constant"), (0.5, "staleness")]:
+for lr, schedule in [(0.5, "constant"), (0.2, "constant"), (0.5, "divide_by_staleness")]:
     run = aps.simulate(problem, workers=4, policy="async", lr=lr, lr_schedule=schedule, steps=1200,
                        compute_times=straggler)
     t = run.time_to_reach(target)
-    print(f"lr={lr} {schedule:>9}: " + ("diverged" if run.diverged else f"versions {run.versions_to_reach(target)}   time {t:.1f}"))
+    print(f"lr={lr} {schedule:>19}: " + ("diverged" if run.diverged else f"versions {run.versions_to_reach(target)}   time {t:.1f}"))
 print("staleness histogram of the last run:", run.trace.staleness_histogram().tolist())
 
 # %% [markdown] fragment
 # lr 0.5 diverges with a constant lr; 0.2 was the best constant lr in the race above (time 6.0);
-# the staleness schedule at lr 0.5 gets there in 5.0. A modest gain, on this problem.
+# the divide_by_staleness schedule at lr 0.5 gets there in 5.0. A modest gain, on this problem.
 
 # %% [markdown]
 # ## Try it yourself: first with fixed values
-# `aps.widgets.compare` runs sync, async and ssp with the same settings (the Playground's last
+# `aps.compare` runs sync, async and ssp with the same settings (the Playground's last
 # worker is the straggler; `straggler=1.0` means no straggler).
 
 # %%
-runs, note = aps.widgets.compare(problem=quad, workers=4, lr=0.6, straggler=1.0, steps=300)
+runs, note = aps.compare(problem=quad, workers=4, lr=0.6, straggler=1.0, steps=300)
 for name, r in runs.items():
     print(f"{name:>5}: diverged={r.diverged}  versions={len(r.losses) - 1}  "
           f"idle time={r.trace.idle_time_per_worker().sum():.0f}")
@@ -309,8 +310,8 @@ for name, r in runs.items():
 # %% [markdown]
 # ## Then interactively
 # Move **lr** and **workers** and find where async stops converging; switch **lr schedule** to
-# `staleness`; give the last worker a slowdown. (The quadratic has no data, so "sorted" shards
-# only show a message.)
+# `divide_by_staleness`; give the last worker a slowdown. (The quadratic has no data, so "sorted"
+# shards only show a message.)
 
 # %%
 playground = aps.widgets.Playground(problem=quad, workers=4, lr=0.6, steps=300)
@@ -318,11 +319,11 @@ playground
 
 # %%
 print(playground.state)
-playground.controls["lr_schedule"].value = "staleness"      # what clicking "staleness" does
+playground.controls["lr_schedule"].value = "divide_by_staleness"   # what clicking it does
 print(playground.state)
 
 # %% [markdown] fragment
-# With the staleness schedule the message is empty: all three runs converge at lr 0.6.
+# With the divide_by_staleness schedule the message is empty: all three runs converge at lr 0.6.
 
 # %% [markdown]
 # ## The answer to the debate
@@ -334,7 +335,7 @@ print(playground.state)
 # - But A is about *workers*, not about *time*. Even when every worker sees the same function (the
 #   quadratic), a gradient that is τ versions old makes the run diverge unless lr < 2 sin(π/(2(2τ+1))),
 #   roughly π/(2τ+1). On the quadratic, async converges only with an lr scaled down with the number
-#   of workers — by hand, or with `lr_schedule="staleness"`.
+#   of workers — by hand, or with `lr_schedule="divide_by_staleness"`.
 # - **B, "more compute, more iterations"**, holds when **waiting is expensive**: with a straggler,
 #   async needs more versions at a large lr, but reaches the target sooner. Without a straggler,
 #   sync at its best lr was faster on this problem.
@@ -347,9 +348,10 @@ print(playground.state)
 #    is the largest lr at which the quadratic still converges?
 # 3. In the race without a straggler, sync at its best lr beat async. Which number in the trace
 #    (`idle_time_per_worker`, `staleness_histogram`) explains why async had little to gain?
-# 4. When is `lr_schedule="staleness"` the same as a smaller constant lr, and when is it not?
+# 4. When is `lr_schedule="divide_by_staleness"` the same as a smaller constant lr, and when is it
+#    not?
 #
-# Next: [04 · Bounded staleness](04-bounded-staleness.ipynb). Exercises:
+# Next: [04 · Stale Synchronous Parallel (SSP)](04-stale-synchronous-parallel.ipynb). Exercises:
 # [04 · the staleness-aware lr](../exercises/04-staleness-lr.ipynb) (where async diverges on the
 # delayed quadratic) and [05 · gradient similarity](../exercises/05-gradient-similarity.ipynb)
 # (IID versus non-IID).

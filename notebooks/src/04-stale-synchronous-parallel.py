@@ -6,8 +6,8 @@
 #   iteration only if its clock is at most **s** ahead of the slowest worker's clock;
 # - place SSP between sync (BSP, `s = 0` is a barrier per clock) and async (ASP, `s = ∞`);
 # - read the SSP gate's waits in the Timeline and the staleness it allows in the histogram;
-# - sweep the threshold s and explain the time to a target loss with two numbers: gradients needed and
-#   gradients per time unit.
+# - sweep the threshold s and explain the time to a target loss with two numbers: gradients needed
+#   and gradients per time unit.
 
 # %% [markdown] slide
 # ## The rule
@@ -69,8 +69,7 @@ for t in (first_wait.start, first_wait.end):
 # %% [markdown] slide
 # ## How stale does SSP let a push get?
 # The threshold s is in **clocks**, staleness is in **versions**. The same straggler, 200 versions,
-# for
-# s = 0, 1, 2, 4, 8 and for async:
+# for s = 0, 1, 2, 4, 8 and for async:
 
 # %%
 THRESHOLDS = [0, 1, 2, 4, 8]
@@ -127,9 +126,9 @@ print(f"{'sync':9s} {len(sync.trace.pushes) / sync.trace.duration:.2f} gradients
       f"workers 0-2 idle {sync.trace.idle_time_per_worker()[:3].mean() / sync.trace.duration:.0%}")
 
 # %% [markdown] fragment
-# With a straggler that is **always** slow, every finite threshold ends at the straggler's pace — one
-# gradient per time unit, like sync. The threshold s only decides how long the fast workers may run
-# ahead before the gate catches them.
+# With a straggler that is **always** slow, every finite threshold ends at the straggler's pace —
+# one gradient per time unit, like sync. The threshold s only decides how long the fast workers may
+# run ahead before the gate catches them.
 
 # %% [markdown] slide
 # ## s = 0 is the barrier
@@ -175,9 +174,10 @@ print(f"ssp s=8: the gate first closes at t = {straggler_runs['ssp s=8'].trace.w
 
 # %% [markdown] fragment
 # Sync at lr 0.2 is slow mostly because it *averages*: each version turns 4 gradients into one step
-# of size lr, so its 76 gradients buy 19 steps. With lr × 4 it matches s = 0 exactly. Larger thresholds
-# reach the target sooner (t = 12 → 9 → 7) although they need more gradients (12 for s ≤ 1, 17 to 23
-# for s ≥ 2): they get there during their head start, before the gate has caught the fast workers.
+# of size lr, so its 76 gradients buy 19 steps. With lr × 4 it matches s = 0 exactly. Larger
+# thresholds reach the target sooner (t = 12 → 9 → 7) although they need more gradients (12 for
+# s ≤ 1, 17 to 23 for s ≥ 2): they get there during their head start, before the gate has caught the
+# fast workers.
 # With s = 8 the gate first closes at t = 11, after the target: up to there it *is* async.
 
 # %% [markdown] slide
@@ -209,7 +209,8 @@ report(sweep(lr=0.1))
 # %% [markdown] fragment
 # At lr = 0.1 the throughput rises with s (1.15 → 2.61 gradients per time unit) and the gradients
 # needed do not (33 → 27): between two versions the parameters barely move, so a stale gradient is
-# almost as good as a fresh one. The largest thresholds win: t = 24.5 for s = 0, 8.2 for s = 8 and async.
+# almost as good as a fresh one. The largest thresholds win: t = 24.5 for s = 0, 8.2 for s = 8 and
+# async.
 
 # %% [markdown] slide
 # ## The same sweep with a larger step, lr = 0.3
@@ -228,11 +229,11 @@ report(sweep(lr=0.3))
 # - **gradients needed** — rises with s when staleness hurts (large lr, many workers), stays flat
 #   when it doesn't (small lr: gradients change little between versions).
 #
-# Under random slowness a moderate threshold recovers much of async's throughput (s = 4: 2.00 gradients
-# per time unit, async 2.61, s = 0 only 1.15) and cuts the staleness tail (max 18 instead of 32).
-# Which s is fastest to the target depends on how much staleness costs: at lr 0.1 the largest, at
-# lr 0.3 s = 1. Against a worker that is *always* slow, no finite s helps for long: the gate hands
-# the pace to the straggler.
+# Under random slowness a moderate threshold recovers much of async's throughput (s = 4: 2.00
+# gradients per time unit, async 2.61, s = 0 only 1.15) and cuts the staleness tail (max 18 instead
+# of 32). Which s is fastest to the target depends on how much staleness costs: at lr 0.1 the
+# largest, at lr 0.3 s = 1. Against a worker that is *always* slow, no finite s helps for long: the
+# gate hands the pace to the straggler.
 
 # %% [markdown] slide
 # ## Loss against time

@@ -41,17 +41,18 @@ assert real.trace.meta["clock"] == "wall" and len(real.losses) == settings["step
 # %% [markdown] slide
 # ## The same promises
 # Every engine drives the same `ParameterServer` with the same worker loop. So on every engine:
-# versions go up by one per update, `staleness == applied_to - computed_on >= 0`, SSP never exceeds
-# its bound, and no update is lost. `aps.violations(trace)` checks these on any trace and lists what
-# is broken — an empty list means nothing is.
+# versions go up by one per update, `staleness == applied_to - computed_on >= 0`, SSP never starts a
+# worker more than `max_clocks_ahead` clocks ahead of the slowest, and no update is lost.
+# `aps.violations(trace)` checks these on any trace and lists what is broken — an empty list means
+# nothing is.
 
 # %%
 print("simulated:", aps.violations(simulated.trace))
 
 # %% tags=nbval-ignore-output
-for policy, bound in [("async", None), ("sync", None), ("ssp", 1)]:
-    run = aps.train(problem, workers=3, policy=policy, staleness=bound, lr=0.05, steps=30,
-                    slowdown=[0.002, 0.002, 0.006])
+for policy, max_ahead in [("async", None), ("sync", None), ("ssp", 1)]:
+    run = aps.train(problem, workers=3, policy=policy, max_clocks_ahead=max_ahead, lr=0.05,
+                    steps=30, slowdown=[0.002, 0.002, 0.006])
     print(f"{policy:5s} on threads: violations {aps.violations(run.trace)}, "
           f"staleness histogram {run.trace.staleness_histogram().tolist()}")
     assert aps.violations(run.trace) == []
