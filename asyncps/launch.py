@@ -103,7 +103,7 @@ def main(argv=None):
         print(f"asyncps.launch: {run!r}", flush=True)
     else:
         k = rank - 1
-        proxy.work(k, problem, shards[k], config, server.params.shape, world, method, 0.0)
+        proxy.work(k, problem, shards[k], config, world, method, 0.0)
 
 
 if __name__ == "__main__":

@@ -61,12 +61,17 @@ def choice(name, value, allowed):
     return value
 
 
+FLOATS = (np.float32, np.float64)
+
+
 def vector(name, value, length=None, minimum=None, positive=False):
-    """A non-empty 1-D array of finite floats (optionally of a given length, all > 0)."""
+    """A non-empty 1-D array of finite floats (optionally of a given length, all > 0), a copy.
+    A float32 array stays float32 (a torch model's parameters); anything else becomes float64."""
     if isinstance(value, (str, bytes)) or value is None:
         raise bad(name, value, "a list or 1-D array of numbers", TypeError)
+    dtype = value.dtype if isinstance(value, np.ndarray) and value.dtype in FLOATS else float
     try:
-        array = np.array(value, dtype=float)
+        array = np.array(value, dtype=dtype)
     except (TypeError, ValueError):
         raise bad(name, value, "a list or 1-D array of numbers", TypeError) from None
     if array.ndim != 1 or array.size == 0:
@@ -97,7 +102,7 @@ def all_finite(array):
 def gradient(value, like, source="the gradient"):
     """A gradient must be a finite float array shaped like the parameters."""
     try:
-        g = np.asarray(value, dtype=float)
+        g = np.asarray(value, dtype=getattr(like, "dtype", float))
     except (TypeError, ValueError):
         raise TypeError(f"{source} returned {_show(value)}: it must return an array of numbers "
                         f"shaped like the parameters {np.shape(like)}") from None

@@ -128,14 +128,14 @@ class RunConfig:
         return replace(self, apply=None, average=None, gate=None, lr_schedule="constant",
                        checkpoint=None)
 
-    def meta(self, problem):
-        """What `trace.meta` says about the run: written once, from here."""
+    def meta(self, problem, dtype="float64"):
+        """What `trace.meta` says about the run (and the problem's name and dtype): written once."""
         meta = {"workers": self.workers, "policy": self.policy.name,
                 "max_clocks_ahead": self.max_clocks_ahead, "lr": self.lr,
                 "lr_schedule": self.lr_schedule_name, "momentum": self.momentum,
                 "partition": self.partition, "batch_size": self.batch_size,
                 "fetch_every": self.fetch_every, "push_every": self.push_every, "seed": self.seed,
-                "problem": problem, "engine": self.engine,
+                "problem": problem, "dtype": dtype, "engine": self.engine,
                 "clock": "virtual" if self.simulated else "wall"}
         if self.simulated:
             meta.update(compute_times=list(self.compute_times), jitter=self.jitter,

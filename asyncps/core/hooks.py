@@ -48,7 +48,7 @@ def checked_apply(apply):
             raise TypeError(f"apply returned {result!r:.60}: it must return a tuple "
                             f"(new_params, new_version, staleness)")
         new_params, new_version, staleness = result
-        new_params = np.asarray(new_params, dtype=float)
+        new_params = np.asarray(new_params, dtype=params.dtype)
         if new_params.shape != params.shape:
             raise ValueError(f"apply returned new_params of shape {new_params.shape}: the parameters "
                              f"have shape {params.shape}")
@@ -68,8 +68,8 @@ def checked_average(average):
         step = average({w: g.copy() for w, g in grads.items()}, workers)
         if step is None:
             return None
-        step = np.asarray(step, dtype=float)
-        shape = next(iter(grads.values())).shape
+        like = next(iter(grads.values()))
+        step, shape = np.asarray(step, dtype=like.dtype), like.shape
         if step.shape != shape:
             raise ValueError(f"average returned an array of shape {step.shape}: the parameters have "
                              f"shape {shape} (or return None while the barrier is closed)")

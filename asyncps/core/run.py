@@ -29,6 +29,11 @@ class Run:
     def losses(self):
         return self.trace.losses
 
+    @property
+    def metrics(self):
+        """{name: [value of each version]}, e.g. run.metrics["accuracy"][v] (NaN where not scored)."""
+        return self.trace.metrics
+
     def versions_to_reach(self, loss):
         """The first version whose loss is <= `loss`, or None if the run never got there."""
         below = np.nonzero(np.asarray(self.losses) <= loss)[0]

@@ -41,8 +41,10 @@ def rules(config):
 
 
 class ParameterServer(semantics.Semantics):
-    def __init__(self, x0, loss=None, storage=None, problem="problem", config=None, **arguments):
-        """`config`: a RunConfig; or its fields as keyword arguments (workers=, policy=, lr=, ...)."""
+    def __init__(self, x0, loss=None, storage=None, problem="problem", config=None, metrics=None,
+                 **arguments):
+        """`config`: a RunConfig; or its fields as keyword arguments (workers=, policy=, lr=, ...).
+        `metrics`: {name: metric(params)} scored with each version's loss (e.g. accuracy)."""
         refuse_renamed(arguments)
         config = RunConfig(**arguments) if config is None else config
         self.config = config
@@ -51,12 +53,13 @@ class ParameterServer(semantics.Semantics):
         params = x0.copy() if storage is None else storage
         params[:] = x0
         super().__init__(params, config, rules(config))
-        self._loss = loss
+        self._loss, self._metrics = loss, dict(metrics or {})
         self.loss_every = config.loss_every        # scoring a version costs a pass over the data
         self.on_version = None                     # engines may hook a checkpoint here
         # keep the parameters of every version (for the parameter-space view) on small problems
         self.history = self.params.size <= HISTORY_MAX_DIM
-        self.trace = Trace(meta=config.meta(problem), limit=config.trace_limit)
+        self.trace = Trace(meta=config.meta(problem, dtype=str(self.params.dtype)), limit=config.trace_limit,
+                           metrics={name: [] for name in self._metrics})
         self.diverged, self.message = False, ""
         self._record_loss()
 
@@ -107,6 +110,7 @@ class ParameterServer(semantics.Semantics):
         self.trace.events = list(run.trace.events)
         self.trace.losses = list(run.trace.losses)
         self.trace.params = list(run.trace.params)
+        self.trace.metrics = {name: list(values) for name, values in run.trace.metrics.items()}
 
     # -- each version's loss ------------------------------------------------
     def _record_loss(self):
@@ -114,12 +118,14 @@ class ParameterServer(semantics.Semantics):
             self.trace.params.append(self.params.copy())
         if self._loss is None:
             return
-        if self.version % self.loss_every and not self.done:
-            self.trace.losses.append(math.nan)                # not scored (loss_every)
-            return
+        scored = not (self.version % self.loss_every and not self.done)   # else NaN (loss_every)
         with np.errstate(all="ignore"):
-            value = float(self._loss(self.params))
+            value = float(self._loss(self.params)) if scored else math.nan
+            for name, metric in self._metrics.items():
+                self.trace.metrics[name].append(float(metric(self.params)) if scored else math.nan)
         self.trace.losses.append(value)
+        if not scored:
+            return
         start = self.trace.losses[0]
         if not math.isfinite(value) or not np.all(np.isfinite(self.params)):
             self.stop(f"diverged at v{self.version}: the loss is {value} (not finite); "

@@ -25,12 +25,15 @@ class Trace:
     params: list = field(default_factory=list)   # params[v] at each version (small problems only)
     limit: int | None = None                     # keep at most this many events, then summaries only
     beyond: dict = field(default_factory=dict)   # what the events past `limit` add to the summaries
+    metrics: dict = field(default_factory=dict)  # {name: [value of each version]}, e.g. accuracy
 
     def __eq__(self, other):
         if not isinstance(other, Trace):
             return NotImplemented
-        return (self.events == other.events and self.losses == other.losses and self.meta == other.meta
+        return (self.events == other.events and np.array_equal(self.losses, other.losses, equal_nan=True)
+                and self.meta == other.meta
                 and self.beyond == other.beyond and len(self.params) == len(other.params)
+                and _same_metrics(self.metrics, other.metrics)
                 and all(np.array_equal(a, b) for a, b in zip(self.params, other.params)))
 
     def record(self, event):
@@ -171,3 +174,8 @@ class Trace:
             raise ValueError(f"{where} is not valid JSON (line {err.lineno}, column {err.colno}): "
                              f"{err.msg}; was the file cut short?") from None
         return cls.from_dict(data, where)
+
+
+def _same_metrics(a, b):
+    """Equal metrics, NaN (a version not scored) equal to NaN."""
+    return a.keys() == b.keys() and all(np.array_equal(a[k], b[k], equal_nan=True) for k in a)

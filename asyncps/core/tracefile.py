@@ -24,6 +24,8 @@ def to_dict(trace):
         data["limit"] = trace.limit
     if trace.beyond:
         data["beyond"] = trace.beyond
+    if trace.metrics:
+        data["metrics"] = {name: [float(x) for x in values] for name, values in trace.metrics.items()}
     return data
 
 
@@ -63,7 +65,8 @@ def from_dict(cls, data, where="trace"):
     if data.get("format_version") != FORMAT_VERSION:
         raise ValueError(f"{where} has format_version {data.get('format_version')!r}; this asyncps "
                          f"reads format_version {FORMAT_VERSION}")
-    for key, kind in (("events", list), ("losses", list), ("params", list), ("meta", dict), ("beyond", dict)):
+    for key, kind in (("events", list), ("losses", list), ("params", list), ("meta", dict), ("beyond", dict),
+                      ("metrics", dict)):
         if key in data and not isinstance(data[key], kind):
             raise ValueError(f"{where}: \"{key}\" must be a JSON {'array' if kind is list else 'object'}")
     events = [_event(raw, i, where) for i, raw in enumerate(data.get("events", []))]
@@ -72,8 +75,15 @@ def from_dict(cls, data, where="trace"):
         if isinstance(x, bool) or not isinstance(x, numbers.Real):
             raise ValueError(f"{where}: losses[{v}]={x!r} must be a number")
         losses.append(float(x))
+    metrics = {}
+    for name, values in data.get("metrics", {}).items():
+        if not isinstance(values, list) or any(isinstance(x, bool) or not isinstance(x, numbers.Real)
+                                               for x in values):
+            raise ValueError(f"{where}: metrics[{name!r}] must be a list of numbers, one per version")
+        metrics[name] = [float(x) for x in values]
+    dtype = np.float32 if data.get("meta", {}).get("dtype") == "float32" else float
     try:
-        params = [np.array(p, dtype=float) for p in data.get("params", [])]
+        params = [np.array(p, dtype=dtype) for p in data.get("params", [])]
     except (TypeError, ValueError):
         raise ValueError(f"{where}: \"params\" must be lists of numbers, one per version") from None
     if len({p.shape for p in params}) > 1 or any(p.ndim != 1 for p in params):
@@ -84,5 +94,5 @@ def from_dict(cls, data, where="trace"):
     meta = dict(data.get("meta", {}))
     if "staleness" in meta:                   # written before the SSP threshold was renamed
         meta["max_clocks_ahead"] = meta.pop("staleness")
-    return cls(events=events, losses=losses, meta=meta, params=params,
+    return cls(events=events, losses=losses, meta=meta, params=params, metrics=metrics,
                limit=limit, beyond=dict(data.get("beyond", {})))

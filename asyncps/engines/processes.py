@@ -1,22 +1,32 @@
 """The processes engine: one OS process per worker, parameters and gradients in shared memory.
 
-The parent process holds the one ParameterServer and serves every worker from
-a single loop, like the simulator serves its virtual clock: a worker's request
-is a tiny message on its pipe ("pull", "push", "gate"), and the arrays never
-travel through it. Each worker has two shared-memory slots (torch
-`share_memory_()`): the parent writes a pulled version into the first, the
-worker writes its gradient into the second. No array is pickled per push.
+The parent process holds the one ParameterServer and serves every worker from a single loop,
+like the simulator serves its virtual clock: a worker's request is a tiny message on its pipe
+("push", "pull", "gate"), and arrays never travel through it.
 
-Workers are started, watched and torn down by procs.py (multiprocessing's fork
-server; one torch thread per worker). The problem is sent once, with
-cloudpickle, so a problem defined in a notebook cell works too. A worker that
-raises stops the run and its error is raised here with the worker's traceback;
-a worker killed by a signal is recorded as a Lost event: async goes on without
-it, sync and ssp stop with an error. Learner hooks run here, in the server.
+- The server's parameters live in one shared-memory block (torch `share_memory_()`), in the
+  problem's dtype. In the plain async loop a worker *reads them itself* — no message, no copy by
+  the server: a sequence lock tells it which version it read and whether a push landed while it
+  copied (then it reads again). The server applies every push in place inside the lock's odd
+  window: `seq` odd, parameters and version updated, `seq` even. The pull is recorded by the
+  worker and reaches the trace with its next message. This relies on x86-64's ordering of
+  stores and loads (total store order); elsewhere, and for the loops that must ask the server
+  anyway (sync, ssp, Downpour), a pull is a message and the server copies the version into the
+  worker's own slot.
+- A push hands the gradient over in the worker's shared slot; the server applies it from there.
+
+Workers are started, watched and torn down by procs.py (multiprocessing's fork server; one torch
+thread per worker). The problem is sent once, with cloudpickle, so a problem defined in a notebook
+cell works too. A worker that raises stops the run and its error is raised here with the
+worker's traceback; a worker killed by a signal is recorded as a Lost event: async goes on
+without it, sync and ssp stop with an error. Learner hooks run here, in the server.
 """
 
+import os
+import platform
 import time
 
+from ..core.events import Pull
 from ..core.semantics import Snapshot
 from . import procs
 from .worker import COMPUTE, GATE, pulls_with_each_push, worker_loop, worker_rng
@@ -26,15 +36,14 @@ from .worker import COMPUTE, GATE, pulls_with_each_push, worker_loop, worker_rng
 class Remote:
     """The server as a worker process sees it: messages on a pipe, arrays in shared memory."""
 
-    def __init__(self, conn, config, slot, flags):
+    def __init__(self, conn, config, slot, flags, shared, seq):
         self.policy, self._conn, self._flags = config.policy, conn, flags
         self._pulled, self._grad = slot[0], slot[1]
         self.params = self._grad                 # shape and dtype, for the loop's buffers
         self._events, self._may_start = [], True
-        # The plain async loop pulls right after every push: one message does both, and the
-        # server writes the new version straight into the pulled slot (the loop is done with it).
-        self._prefetch = pulls_with_each_push(config)
-        self._prefetched = None
+        # The plain async loop reads the parameters itself, under the sequence lock
+        self._reads = pulls_with_each_push(config) and seqlock_is_sound()
+        self._shared, self._seq = shared, seq    # seq[0]: the lock (odd: a push is landing), seq[1]: version
 
     def _ask(self, *message):
         self._conn.send((*message, self._events))
@@ -46,14 +55,30 @@ class Remote:
         return bool(self._flags[0])
 
     def pull(self, worker, time):
-        if self._prefetched is not None:
-            version, self._prefetched = self._prefetched, None
-            return Snapshot(self._pulled, version)
-        return Snapshot(self._pulled, self._ask("pull", time))
+        if not self._reads:
+            return Snapshot(self._pulled, self._ask("pull", time))
+        if self.done:
+            return Snapshot(self._pulled, int(self._seq[1]))
+        version = self._read()
+        self._events.append(Pull(worker, version, time))
+        return Snapshot(self._pulled, version)
+
+    def _read(self):
+        """Copy the shared parameters into our slot; the version they are (a sequence-lock read)."""
+        seq = self._seq
+        while True:
+            before = int(seq[0])
+            if before & 1:                       # a push is landing: let the server finish
+                os.sched_yield()
+                continue
+            self._pulled[:] = self._shared
+            version = int(seq[1])
+            if int(seq[0]) == before:            # nothing landed while we copied
+                return version
 
     def push(self, worker, grad, computed_on, time):
         self._grad[:] = grad
-        self._may_start, self._prefetched = self._ask("push", computed_on, time, self._prefetch)
+        self._may_start = self._ask("push", computed_on, time)
 
     def may_start(self, worker):
         return self.done or not self.policy.waits or self._may_start
@@ -71,12 +96,18 @@ class Remote:
         self._conn.send(("done", self._events))
 
 
-def _child(k, payload, shard, slot, flags, offset, conn):
+def seqlock_is_sound():
+    """Readers may copy while a writer is known by the counter alone where stores and loads keep
+    their order (x86-64's total store order)."""
+    return platform.machine().lower() in ("x86_64", "amd64")
+
+
+def _child(k, payload, shard, slot, flags, shared, seq, offset, conn):
     try:
         procs.child_setup()
         problem, config = procs.loads(payload)
         problem = problem.on_device(config.devices[k])
-        remote = Remote(conn, config, slot.numpy(), flags.numpy())
+        remote = Remote(conn, config, slot.numpy(), flags.numpy(), shared.numpy(), seq.numpy())
         conn.send(("ready", []))
         start = conn.recv()                              # every worker starts together
         clock = lambda: offset + time.perf_counter() - start      # noqa: E731  (one clock: CLOCK_MONOTONIC)
@@ -96,19 +127,23 @@ def _child(k, payload, shard, slot, flags, offset, conn):
 def run_processes(server, problem, shards, config, copies, offset):
     import torch
 
-    slots = torch.zeros((config.workers, 2, server.params.size), dtype=torch.float64).share_memory_()
+    dtype = torch.from_numpy(server.params[:0]).dtype          # the problem's: float32 for a model
+    slots = torch.zeros((config.workers, 2, server.params.size), dtype=dtype).share_memory_()
     flags = torch.zeros(1, dtype=torch.int8).share_memory_()
+    shared = torch.from_numpy(server.params.copy()).share_memory_()   # the server's parameters
+    seq = torch.tensor([0, server.version], dtype=torch.int64).share_memory_()
+    server.params = shared.numpy()                             # the server updates them in place
     payload = procs.dumps((problem, config.worker_side()))
     with procs.Children() as children:
         for k in range(config.workers):
             children.start(_child, f"asyncps-worker-{k}", k, payload, shards[k], slots[k], flags,
-                           offset)
+                           shared, seq, offset)
         _wait_ready(children, config.timeout)
         start = time.perf_counter()
         for conn in children.conns:
             conn.send(start)
         clock = lambda: offset + time.perf_counter() - start      # noqa: E731
-        _serve(server, children, slots.numpy(), flags, clock, copies, config.timeout)
+        _serve(server, children, slots.numpy(), flags, seq.numpy(), clock, copies, config.timeout)
         children.ok = True
 
 
@@ -127,7 +162,7 @@ def _wait_ready(children, timeout):
             raise TimeoutError(f"workers {sorted(waiting)} did not start in time")
 
 
-def _serve(server, children, views, flags, clock, copies, timeout):
+def _serve(server, children, views, flags, seq, clock, copies, timeout):
     conns = children.conns
     live, parked = set(range(len(conns))), set()
     last = time.monotonic()
@@ -149,13 +184,13 @@ def _serve(server, children, views, flags, clock, copies, timeout):
             if kind == "pull":
                 conns[k].send(server.pull(k, args[0], out=views[k, 0]).version)
             elif kind == "push":
-                computed_on, when, then_pull = args
+                computed_on, when = args
+                seq[0] += 1                            # odd: readers wait or read again
                 server.push(k, views[k, 1], computed_on, when, checked=True)   # the worker checked it
+                seq[1] = server.version
+                seq[0] += 1                            # even: a consistent version again
                 flags[0] = server.done                 # before the reply: nobody starts after the end
-                version = None
-                if then_pull and not server.done:      # push + pull in one message
-                    version = server.pull(k, when, out=views[k, 0]).version
-                conns[k].send((server.may_start(k), version))
+                conns[k].send(server.may_start(k))
             elif kind == "gate":
                 if server.may_start(k):
                     conns[k].send(True)

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..core.config import configure
 from .entry import signature
-from .worker import COMPUTE, GATE, SEND, prepare, worker_loop, worker_rng
+from .worker import COMPUTE, GATE, SEND, one_torch_thread, prepare, worker_loop, worker_rng
 
 
 def simulate(problem, **arguments):
@@ -65,7 +65,7 @@ def run_simulation(server, problem, shards, config):
 
     for k in range(workers):
         wake(k, 0.0)
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"), one_torch_thread():
         slowest = server.slowest
         while queue and not server.done:
             now, _, k = heapq.heappop(queue)

@@ -13,7 +13,7 @@ import numpy as np
 from ..core.config import ENGINES, configure
 from .entry import signature
 from ..core.run import Run, load_run
-from .worker import prepare
+from .worker import one_torch_thread, prepare
 
 __all__ = ["train", "ENGINES"]
 
@@ -83,8 +83,9 @@ def train(problem, resume=None, **arguments):
             pass
         elif config.engine == "threads":
             from .threads import run_threads
-            run_threads(server, [problem.on_device(d) for d in config.devices], shards, config,
-                        clock, copies)
+            with one_torch_thread():
+                run_threads(server, [problem.on_device(d) for d in config.devices], shards, config,
+                            clock, copies)
         elif config.engine == "processes":
             from .processes import run_processes
             run_processes(server, problem, shards, config, copies, offset)

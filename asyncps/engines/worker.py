@@ -20,6 +20,9 @@ local copy drifts away from the others; the server never moves.
 Every setting the loop reads (steps, lr, push_every, fetch_every, batch_size) comes from the run's
 one RunConfig (asyncps/core/config.py), the same object the server was made from.
 """
+import contextlib
+import sys
+
 import numpy as np
 
 from ..core import checks
@@ -41,6 +44,23 @@ def pulls_with_each_push(config):
     return not config.policy.waits and config.push_every == 1 and (config.fetch_every or 1) == 1
 
 
+@contextlib.contextmanager
+def one_torch_thread():
+    """While several workers compute in this process, torch uses one thread (2 cores: torch's own
+    thread pool fighting the workers made a run 10-20x slower). Restored afterwards; torch is
+    not imported for a numpy problem."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 def worker_rng(seed, worker, stream):
     """Each worker's own random streams (0: minibatches and noise, 1: timing), from the run's seed."""
     return np.random.default_rng([seed, worker, stream])
@@ -54,7 +74,7 @@ def prepare(problem, config, storage=None):
     shards = problem.shards(config.workers, config.partition, config.seed)
     check_shards(shards, config.batch_size, problem)
     server = ParameterServer(problem.x0, loss=problem.loss, storage=storage, problem=problem.name,
-                             config=config)
+                             config=config, metrics=problem.metrics)
     return server, shards
 
 
@@ -109,7 +129,7 @@ def worker_loop(k, server, problem, shard, config, rng, clock, copies):
         batch = shard if config.batch_size is None else np.sort(
             rng.choice(shard, size=config.batch_size, replace=False))
         grad = problem.gradient(local, batch, rng)
-        if not (isinstance(grad, np.ndarray) and grad.dtype == float and grad.shape == local.shape
+        if not (isinstance(grad, np.ndarray) and grad.dtype == local.dtype and grad.shape == local.shape
                 and checks.all_finite(grad)):             # the fast path checks in one pass
             if _blew_up(local, grad, problem.x0):
                 server.stop(f"diverged: worker {k}'s local copy grew until its gradient overflowed; "

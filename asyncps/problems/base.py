@@ -36,6 +36,11 @@ class Problem:
     def gradient(self, params, indices=None, rng=None):
         raise NotImplementedError
 
+    @property
+    def metrics(self):
+        """{name: metric(params)} the server scores with each version's loss (none by default)."""
+        return {}
+
     def on_device(self, device):
         """This problem with its gradient computed on `device` ("cpu", "cuda:0", ...)."""
         if device == "cpu":

@@ -72,16 +72,21 @@ def histogram_svg(counts, title="staleness of each push", width=340, height=220)
     return svg(width, height, body, "asyncps-chart")
 
 
-def loss_curves(runs, by="version", width=340, height=220):
-    """Loss per version, or per unit of time, of several runs {label: Run} on the same axes."""
+def loss_curves(runs, by="version", of="loss", width=340, height=220):
+    """The loss (or a metric, `of="accuracy"`) per version, or per unit of time, of several runs
+    {label: Run} on the same axes. Versions that were not scored (loss_every) are skipped."""
     series = []
     for label, run in runs.items():
-        losses = np.asarray(run.losses, dtype=float)
-        if by == "version":
-            xs = np.arange(len(losses))
+        if of == "loss":
+            values = np.asarray(run.losses, dtype=float)
+        elif of in run.metrics:
+            values = np.asarray(run.metrics[of], dtype=float)
         else:
-            xs = run.trace.version_times()
+            raise ValueError(f"of={of!r} is not allowed: this run has the loss"
+                             + "".join(f", {m!r}" for m in run.metrics) + " to plot")
+        xs = np.arange(len(values)) if by == "version" else run.trace.version_times()[:len(values)]
         color = POLICY_COLORS.get(label, PALETTE[len(series) % len(PALETTE)])
-        series.append((label, xs, losses, color))
+        series.append((label, xs, values, color))
     unit = "time" if by != "version" else "server version"
-    return lines_svg(series, f"loss per {unit}", unit, width=width, height=height)
+    return lines_svg(series, f"{of} per {unit}", unit, ylabel=of, log_y=of == "loss", width=width,
+                     height=height)

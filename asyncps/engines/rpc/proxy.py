@@ -12,8 +12,8 @@ from .rendezvous import join
 class RemoteServer:
     """The server on rank 0, called over rpc; a worker's events travel with its next call."""
 
-    def __init__(self, worker, config, shape):
-        self.worker, self.policy, self.params = worker, config.policy, np.zeros(shape)
+    def __init__(self, worker, config, like):
+        self.worker, self.policy, self.params = worker, config.policy, np.zeros_like(like)
         self._events, self._may_start, self._done = [], True, False
         self._prefetch = pulls_with_each_push(config)   # one round trip does push + pull
         self._pulled = None
@@ -61,12 +61,12 @@ class RemoteServer:
         return self._call(host.rpc_done, worker, torch.from_numpy(local))
 
 
-def work(k, problem, shard, config, shape, world, method, offset):
+def work(k, problem, shard, config, world, method, offset):
     """Rank k + 1: join the world, run the worker loop against the remote server, leave."""
     import torch.distributed.rpc as rpc
 
     join(f"worker{k}", k + 1, world, method, config.timeout)
-    remote, copies = RemoteServer(k, config, shape), {}
+    remote, copies = RemoteServer(k, config, problem.x0), {}
     start = rpc.rpc_sync("ps", host.start_time, args=())       # one clock for the whole world
     clock = lambda: offset + time.time() - start                # noqa: E731
     slowdown = config.slowdown[k]

@@ -13,14 +13,14 @@ from . import host, proxy
 from .rendezvous import LOOPBACK, listen
 
 
-def _worker_main(k, payload, shard, shape, world, offset, conn):
+def _worker_main(k, payload, shard, world, offset, conn):
     try:
         procs.child_setup()
         problem, config = procs.loads(payload)
         address = config.address
         problem = problem.on_device(config.devices[k])
         port = conn.recv()                                     # rank 0 has bound its socket
-        proxy.work(k, problem, shard, config, shape, world, f"asyncps://{address}:{port}", offset)
+        proxy.work(k, problem, shard, config, world, f"asyncps://{address}:{port}", offset)
         conn.send(("done",))
     except BaseException as err:                                 # noqa: BLE001
         procs.send_error(conn, err)
@@ -66,8 +66,7 @@ def run_rpc(server, problem, shards, config, copies, offset):
     with procs.Children() as children:
         children.start(_server_main, "asyncps-ps", blob, world, offset)
         for k in range(config.workers):
-            children.start(_worker_main, f"asyncps-worker-{k}", k, payload, shards[k],
-                           server.params.shape, world, offset)
+            children.start(_worker_main, f"asyncps-worker-{k}", k, payload, shards[k], world, offset)
         remote, remote_copies = procs.loads(_watch(children))
         _adopt(server, remote, checkpoint)
         for k, local in remote_copies.items():

@@ -1,0 +1,185 @@
+"""Any torch model as a problem: `aps.problems.from_torch(model, X, y, loss=..., metric="accuracy")`.
+
+The server sees one flat parameter vector, like every other problem, in the model's dtype
+(float32 for an ordinary model). A gradient is computed by autograd on a worker's minibatch with
+`torch.func.functional_call`: the model is called with the given parameters and never changed,
+so many threads may share one problem. The loss and the metric of a version are measured on
+held-out data (`test_fraction` of the examples, split by `seed`, or `X_test`, `y_test`).
+
+It travels to worker processes and rpc ranks as the model itself plus its data (torch pickles a
+module's state with its class; cloudpickle sends a class defined in a notebook cell by value).
+torch is imported when such a problem is made, not when asyncps is imported.
+"""
+import copy
+
+import numpy as np
+
+from ..core import checks
+from .base import Problem
+
+METRICS = ("accuracy",)
+
+
+def _accuracy(logits, y):
+    return float((logits.argmax(dim=1) == y).float().mean())
+
+
+class TorchProblem(Problem):
+    name = "torch model"
+    device = "cpu"
+
+    def __init__(self, model, X, y, loss=None, metric=None, test_fraction=0.2, X_test=None,
+                 y_test=None, seed=0, name=None):
+        import torch
+
+        if not isinstance(model, torch.nn.Module):
+            raise checks.bad("model", model, "a torch.nn.Module", TypeError)
+        self.model = model
+        self._loss_fn = torch.nn.functional.cross_entropy if loss is None else loss
+        if not callable(self._loss_fn):
+            raise checks.bad("loss", loss, "a function loss(outputs, targets) -> tensor, e.g. "
+                             "torch.nn.functional.cross_entropy", TypeError)
+        if metric is not None and metric not in METRICS and not callable(metric):
+            raise checks.bad("metric", metric, f"None, one of {METRICS}, or a function "
+                             f"metric(outputs, targets) -> float", TypeError if not isinstance(metric, str)
+                             else ValueError)
+        self.metric_name = None if metric is None else (metric if isinstance(metric, str)
+                                                        else getattr(metric, "__name__", "metric"))
+        self._metric_fn = _accuracy if metric == "accuracy" else metric
+        self.names = [n for n, _ in model.named_parameters()]
+        self.shapes = [tuple(p.shape) for _, p in model.named_parameters()]
+        if not self.names:
+            raise ValueError("model has no parameters to train")
+        X, y = _as_array("X", X), _as_array("y", y)
+        if len(X) != len(y):
+            raise ValueError(f"X has {len(X)} examples and y has {len(y)}: they must match")
+        if X_test is None:
+            test_fraction = checks.real("test_fraction", test_fraction, minimum=0.0, below=1.0)
+            order = np.random.default_rng([checks.integer("seed", seed, minimum=0), 11]).permutation(len(X))
+            held = int(round(test_fraction * len(X)))
+            test, train = order[:held], order[held:]
+            X_test, y_test, X, y = X[test], y[test], X[train], y[train]
+        else:
+            X_test, y_test = _as_array("X_test", X_test), _as_array("y_test", y_test)
+        if len(X) == 0:
+            raise ValueError("no training examples are left after the test split")
+        dtype = model_dtype(model)
+        X, X_test = (a.astype(dtype, copy=False) if np.issubdtype(a.dtype, np.floating) else a
+                     for a in (X, X_test))
+        y, y_test = (a.astype(np.int64, copy=False) if np.issubdtype(a.dtype, np.integer) else a
+                     for a in (y, y_test))
+        self.X, self.y = X, y
+        self.X_test, self.y_test = (X, y) if len(X_test) == 0 else (X_test, y_test)
+        self.n = len(X)
+        self.labels = y if y.ndim == 1 and np.issubdtype(y.dtype, np.integer) else None
+        with torch.no_grad():
+            flat = torch.cat([p.detach().reshape(-1).cpu() for p in model.parameters()])
+        super().__init__(flat.numpy().copy())
+        self.name = name or type(model).__name__
+        self._tensors = None
+
+    # -- the problem interface ------------------------------------------------------------
+    def loss(self, params):
+        return self._evaluate(params)[0]
+
+    def metric(self, params):
+        """The metric (e.g. accuracy) of `params` on the held-out data, or None without one."""
+        return self._evaluate(params)[1]
+
+    @property
+    def metrics(self):
+        return {} if self.metric_name is None else {self.metric_name: self.metric}
+
+    def gradient(self, params, indices=None, rng=None):
+        import torch
+
+        X, y = self._data()[:2]
+        if indices is not None:
+            idx = torch.from_numpy(np.asarray(indices)).to(self.device)
+            X, y = X[idx], y[idx]
+        flat = self._tensor(params).requires_grad_(True)
+        self._loss_fn(self._call(flat, X), y).backward()
+        return flat.grad.cpu().numpy()           # the gradient travels to the server (CPU, numpy)
+
+    def on_device(self, device):
+        if device == self.device:
+            return self
+        moved = copy.copy(self)
+        moved.device, moved._tensors, moved._last = str(device), None, None
+        moved.model = copy.deepcopy(self.model).to(device)
+        return moved
+
+    def __getstate__(self):                     # tensors are rebuilt where it is unpickled
+        return {**self.__dict__, "_tensors": None, "_last": None}
+
+    def __repr__(self):
+        return f"from_torch({self.name}, parameters={self.dim}, dtype={self.x0.dtype}, n={self.n})"
+
+    # -- helpers ----------------------------------------------------------------------------
+    def _tensor(self, params):
+        import torch
+
+        flat = np.ascontiguousarray(params, dtype=self.x0.dtype)   # no copy when it already is
+        return torch.from_numpy(flat).to(self.device)
+
+    def _call(self, flat, X):
+        from torch.func import functional_call
+
+        parts = flat.split([int(np.prod(s)) for s in self.shapes])
+        weights = {n: p.view(s) for n, p, s in zip(self.names, parts, self.shapes)}
+        return functional_call(self.model, weights, (X,))
+
+    def _evaluate(self, params):
+        """Loss and metric of `params` on the held-out data (one forward pass for both)."""
+        import torch
+
+        cached = getattr(self, "_last", None)
+        if cached is not None and np.array_equal(cached[0], params):
+            return cached[1]
+        _, _, X, y = self._data()
+        with torch.no_grad():
+            out = self._call(self._tensor(params), X)
+            loss = float(self._loss_fn(out, y))
+            metric = None if self._metric_fn is None else float(self._metric_fn(out, y))
+        self._last = (np.array(params, copy=True), (loss, metric))
+        return loss, metric
+
+    def _data(self):
+        import torch
+
+        if self._tensors is None:
+            self._tensors = tuple(torch.from_numpy(a).to(self.device)
+                                  for a in (self.X, self.y, self.X_test, self.y_test))
+        return self._tensors
+
+
+def model_dtype(model):
+    """The numpy dtype of a model's parameters (float32 for an ordinary model)."""
+    import torch
+
+    return torch.empty(0, dtype=next(model.parameters()).dtype).numpy().dtype
+
+
+def _as_array(name, value):
+    try:
+        import torch
+
+        if isinstance(value, torch.Tensor):
+            return value.detach().cpu().numpy()
+    except ImportError:
+        pass
+    if isinstance(value, np.ndarray):
+        return value
+    raise checks.bad(name, value, "a numpy array or a torch tensor", TypeError)
+
+
+def from_torch(model, X, y, loss=None, metric=None, test_fraction=0.2, X_test=None, y_test=None,
+               seed=0, name=None):
+    """A problem from a `torch.nn.Module` and its data (tensors or numpy arrays).
+
+    loss    loss(outputs, targets) -> tensor; default torch.nn.functional.cross_entropy
+    metric  "accuracy", or metric(outputs, targets) -> float, or None; measured per version on
+            the held-out data like the loss (`run.metrics[name][v]`)
+    """
+    return TorchProblem(model, X, y, loss=loss, metric=metric, test_fraction=test_fraction,
+                        X_test=X_test, y_test=y_test, seed=seed, name=name)
