@@ -3,6 +3,11 @@
 
     python scripts/gpu_check.py            exit 0: all passed, or skipped (no GPU); 1: a check failed
 
+What it checks, on every engine (threads, processes, rpc): the float64 MLP under each policy
+(invariants, the devices used, the loss falls); a user's torch model (`from_torch`: the Digits
+CNN, float32) under async (invariants, float32 parameters, the held-out accuracy rises); sync on
+4 GPUs equals 1-worker gradient descent on the CPU; device="auto" picks the GPUs.
+
 Worker k computes on cuda:(k % device_count); its gradient reaches the server
 (numpy, on the CPU) as a host array, and the server applies it under the
 engine's lock — the GPU path is correct, not lock-free.
@@ -44,6 +49,22 @@ def main():
                   f"{time.perf_counter() - start:.1f} s")
             for line in problems:
                 print(f"      {line}")
+    digits = aps.problems.Digits(model="cnn", seed=0)         # a from_torch model, float32
+    for engine in ("threads", "processes", "rpc"):
+        start = time.perf_counter()
+        run = aps.train(digits, workers=4, policy="async", lr=0.1, steps=300, batch_size=32,
+                        device="cuda", engine=engine, loss_every=50, seed=0)
+        problems = aps.violations(run.trace)
+        if run.params.dtype != np.float32:
+            problems.append(f"parameters are {run.params.dtype}, not float32")
+        accuracy = run.metrics["accuracy"]
+        if not accuracy[-1] > accuracy[0]:
+            problems.append(f"accuracy did not rise: {accuracy[0]:.3f} -> {accuracy[-1]:.3f}")
+        failures += bool(problems)
+        print(f"  {engine:9s} Digits CNN (from_torch, float32) async {'ok' if not problems else 'FAILED'}  "
+              f"accuracy {accuracy[0]:.3f} -> {accuracy[-1]:.3f}  {time.perf_counter() - start:.1f} s")
+        for line in problems:
+            print(f"      {line}")
     # sync on full shards is full-batch gradient descent, on the GPU as on the CPU
     gpu = aps.train(prob, workers=4, policy="sync", lr=0.5, steps=20, device="cuda")
     cpu = aps.simulate(prob, workers=1, policy="sync", lr=0.5, steps=20)
