@@ -36,9 +36,15 @@ class Trace:
                 and _same_metrics(self.metrics, other.metrics)
                 and all(np.array_equal(a, b) for a, b in zip(self.params, other.params)))
 
-    def record(self, event):
+    def record(self, event, in_time=False):
+        """Append `event`; `in_time=True`: an event the server learns of late (a worker's own read
+        of shared parameters) goes where its time puts it among the last events."""
         if self.limit is None or len(self.events) < self.limit:
-            self.events.append(event)
+            at = len(self.events)
+            if in_time:
+                while at and _when(self.events[at - 1]) > event.time:
+                    at -= 1
+            self.events.insert(at, event)
         else:                                    # a long run: count it, don't keep it
             b = self.beyond
             b["events"] = b.get("events", 0) + 1
@@ -179,3 +185,7 @@ class Trace:
 def _same_metrics(a, b):
     """Equal metrics, NaN (a version not scored) equal to NaN."""
     return a.keys() == b.keys() and all(np.array_equal(a[k], b[k], equal_nan=True) for k in a)
+
+
+def _when(event):
+    return getattr(event, "time", getattr(event, "end", 0.0))

@@ -179,8 +179,8 @@ def _serve(server, children, views, flags, seq, clock, copies, timeout):
                 continue
             last = time.monotonic()
             kind, *args, events = message
-            for event in events:
-                server.record(event)
+            for event in events:                       # a worker's own pulls go where their time is
+                server.trace.record(event, in_time=event.kind == "pull")
             if kind == "pull":
                 conns[k].send(server.pull(k, args[0], out=views[k, 0]).version)
             elif kind == "push":
