@@ -1,25 +1,43 @@
 """The benchmark's plumbing (its numbers come from `make bench`, never from assertions here)."""
+import numpy as np
 from engines import nothing_left_behind  # noqa: F401 (a fixture)
 
 import asyncps as aps
 from asyncps.bench import __main__ as bench
-from asyncps.bench import baselines, experiments
+from asyncps.bench import baselines, experiments, hogwild, workloads
 
 
 def fake_results():
-    cell = {"threads": 90.0, "processes": 85.0, "rpc": 40.0, "torch_rpc_loop": 38.0, "ray_actor": None}
+    cell = {"threads": 90.0, "processes": 85.0, "rpc": 40.0, "torch_rpc_loop": 38.0, "ray_actor": None,
+            "hogwild": 100.0}
+    two = {**cell, "processes": 170.0, "threads": 150.0, "hogwild": 200.0}
     return {"quick": True, "machine": "test", "date": "today",
-            "throughput": [{"size": "1e6", "params": 1_011_010, "floor": 100.0, "engines": {1: cell}}],
+            "throughput": [{"size": "1e6", "params": 1_011_010, "floor": 100.0, "engines": {1: cell, 2: two}}],
             "server_cost": {"push": 3.0, "update": 1.0, "params": 10},
             "simulator": {"pushes_per_s": 25_000.0, "pushes_per_s_loss_every_100": 40_000.0},
             "straggler": {"target": 0.1, "delay": 0.004, "measured": {"threads": {"sync": 1.0, "async": 0.5, "ssp": 0.6}},
                           "simulated": {"sync": 1.0, "async": 0.25, "ssp": 0.5}},
             "scaling": {"target": 1.0, "delay": 0.05, "jitter": 0.5,
-                        "rows": [{"workers": 1, "sync": 2.0, "async": 2.0}, {"workers": 8, "sync": 5.0, "async": None}]}}
+                        "rows": [{"workers": 1, "sync": 2.0, "async": 2.0}, {"workers": 8, "sync": 5.0, "async": None}]},
+            "digits": {"level": 0.9, "gradient_s": 0.002, "slowdown": [0, 0, 0, 0.008], "workers": 4,
+                       "engine": "processes", "batch_size": 32, "gradients": 1200, "params": 6090,
+                       "loss_every": 10, "best": {}, "sweep": [
+                           {"policy": "sync", "lr": 0.4, "seconds": 2.0, "final": 0.95, "peak": 0.96,
+                            "duration": 5.0},
+                           {"policy": "async", "lr": 0.1, "seconds": None, "final": 0.85, "peak": 0.88,
+                            "duration": 3.0},
+                           {"policy": "async", "lr": 0.2, "seconds": 1.0, "final": 0.96, "peak": 0.97,
+                            "duration": 3.0}]}}
+
+
+def with_best(results):
+    dg = results["digits"]
+    dg["best"] = {"sync": dg["sweep"][0], "async": dg["sweep"][2]}
+    return results
 
 
 def test_targets_compare_ratios_in_the_right_direction():
-    results = fake_results()
+    results = with_best(fake_results())
     targets = {t["target"]: t for t in bench.targets(results)}
     floor = targets["processes, 1 worker, 1e6 params / compute-only floor"]
     assert floor["achieved"] == 0.85 and floor["met"] is True
@@ -28,8 +46,52 @@ def test_targets_compare_ratios_in_the_right_direction():
     assert targets["rpc engine / hand-written torch rpc loop, 1e6, 1 worker(s)"]["met"] is True
     results["targets"] = bench.targets(results)
     text = bench.markdown(results)
-    assert "| 1e6 (1,011,010) | 1 | 100 | 90 | 85 | 40 | 38 | not installed | 0.85 |" in text
+    assert "| 1e6 (1,011,010) | 1 | 100 | 90 | 85 | 40 | 38 | not installed | 100 | 0.85 |" in text
     assert "**no**" in text and "never" in text
+
+
+def test_the_markdown_has_hogwild_beside_the_others_and_the_new_targets():
+    results = with_best(fake_results())
+    targets = {t["target"]: t for t in bench.targets(results)}
+    hog = targets["processes / Hogwild, async, 2 workers, 1e6"]
+    assert hog["achieved"] == 170.0 / 200.0 and hog["required"] == 0.8 and hog["met"] is True
+    assert targets["processes, 1 worker, 1e6 params / compute-only floor"]["required"] == 0.85
+    digits = targets["Digits CNN, 4 async workers on processes: final test accuracy"]
+    assert digits["achieved"] == 0.96 and digits["required"] == 0.95 and digits["met"] is True
+    results["targets"] = bench.targets(results)
+    text = bench.markdown(results)
+    assert "| Ray actor | Hogwild | processes/floor | processes/Hogwild | threads/Hogwild |" in text
+    assert "| 1e6 (1,011,010) | 2 | 100 | 150 | 170 | 40 | 38 | not installed | 200 | 1.70 | 0.85 | 0.75 |" in text
+    assert "| processes / Hogwild, async, 2 workers, 1e6 | 0.85 | >= 0.8 | yes |" in text
+    assert "| Digits CNN, 4 async workers on processes: final test accuracy | 0.96 | >= 0.95 | yes |" in text
+    assert "| sync | 0.4 | 2.00 s | 95.0% | 96.0% | 5.00 s |" in text
+    assert "| async | 0.2 | 1.00 s | 96.0% |" in text and "async 0.1 (never), 0.2 (1.00 s)" in text
+    # results without Hogwild or Digits (an older results.json) still render
+    old = fake_results()
+    del old["digits"]
+    for c in old["throughput"][0]["engines"].values():
+        del c["hogwild"]
+    old["targets"] = bench.targets(old)
+    assert "| not installed | — | 0.85 | — | — |" in bench.markdown(old)
+
+
+def test_the_workload_is_one_float32_torch_model_seeded_by_numpy():
+    import torch
+
+    state = torch.random.get_rng_state()
+    a, b = workloads.problem("1e3"), workloads.problem("1e3")
+    assert torch.equal(state, torch.random.get_rng_state())            # torch's RNG untouched
+    assert a.x0.dtype == np.float32 and a.X.dtype == np.float32 and np.array_equal(a.x0, b.x0)
+    assert 900 <= a.dim <= 1100 and a.metric_name is None
+    assert a.gradient(a.x0, np.arange(workloads.BATCH)).dtype == np.float32
+
+
+def test_the_hogwild_baseline_trains_the_same_model_and_leaves_nothing(nothing_left_behind):
+    prob = workloads.problem("1e3")
+    out = hogwild.train_hogwild(prob, 2, 60, lr=0.05)
+    assert out["rate"] > 0 and out["updates"] >= 60 and out["params"].dtype == np.float32
+    assert prob.loss(out["params"]) < prob.loss(prob.x0)               # it did train, in shared memory
+    assert hogwild.hogwild(prob, 1, 10) > 0
 
 
 def test_the_experiments_run_small():

@@ -132,3 +132,28 @@ def test_the_charts_plot_accuracy_as_they_plot_the_loss():
     assert "accuracy per time" in loss_curves({"async": run}, by="time", of="accuracy")
     with pytest.raises(ValueError, match="of='f1' is not allowed: this run has the loss, 'accuracy'"):
         loss_curves({"async": run}, of="f1")
+
+
+def test_threads_sharing_one_torch_problem_compute_exact_gradients_and_leave_the_model_alone():
+    rng = np.random.default_rng(0)
+    batches = [np.sort(rng.choice(MODEL.n, 32, replace=False)) for _ in range(40)]
+    reference = [MODEL.gradient(MODEL.x0, b) for b in batches]
+    wrong = []
+
+    def work():
+        wrong.extend(i for i, b in enumerate(batches)
+                     if not np.array_equal(MODEL.gradient(MODEL.x0, b), reference[i]))
+    threads = [threading.Thread(target=work) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert wrong == []
+    user_weights = torch.nn.utils.parameters_to_vector(MODEL.model.parameters()).detach().numpy()
+    assert np.array_equal(user_weights, MODEL.x0)
+
+
+def test_digits_leave_torch_s_global_random_state_alone():
+    before = torch.random.get_rng_state()
+    aps.problems.Digits(model="cnn", seed=3)
+    assert torch.equal(before, torch.random.get_rng_state())

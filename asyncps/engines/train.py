@@ -78,14 +78,13 @@ def train(problem, resume=None, **arguments):
     start = time.perf_counter()
     clock = lambda: offset + time.perf_counter() - start          # noqa: E731
 
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"), one_torch_thread():     # the workers share the cores
         if server.done:
             pass
         elif config.engine == "threads":
             from .threads import run_threads
-            with one_torch_thread():
-                run_threads(server, [problem.on_device(d) for d in config.devices], shards, config,
-                            clock, copies)
+            run_threads(server, [problem.on_device(d) for d in config.devices], shards, config,
+                        clock, copies)
         elif config.engine == "processes":
             from .processes import run_processes
             run_processes(server, problem, shards, config, copies, offset)

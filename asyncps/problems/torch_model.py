@@ -1,16 +1,21 @@
 """Any torch model as a problem: `aps.problems.from_torch(model, X, y, loss=..., metric="accuracy")`.
 
 The server sees one flat parameter vector, like every other problem, in the model's dtype
-(float32 for an ordinary model). A gradient is computed by autograd on a worker's minibatch with
-`torch.func.functional_call`: the model is called with the given parameters and never changed,
-so many threads may share one problem. The loss and the metric of a version are measured on
-held-out data (`test_fraction` of the examples, split by `seed`, or `X_test`, `y_test`).
+(float32 for an ordinary model). Each thread that computes with the problem gets its own
+replica of the model whose parameters and gradients are views into two flat buffers: a
+version's parameters are copied in with one memcpy, autograd accumulates the minibatch's
+gradient straight into the flat gradient buffer, and threads never share a module (a module
+is not safe to call from two threads while its parameters change). The loss and the metric of
+a version are measured on held-out data (`test_fraction` of the examples, split by `seed`, or
+`X_test`, `y_test`). The model the user passed is never changed — unless it cannot be copied (it
+holds a lock, say): then the threads take turns on it.
 
 It travels to worker processes and rpc ranks as the model itself plus its data (torch pickles a
 module's state with its class; cloudpickle sends a class defined in a notebook cell by value).
 torch is imported when such a problem is made, not when asyncps is imported.
 """
 import copy
+import threading
 
 import numpy as np
 
@@ -91,43 +96,43 @@ class TorchProblem(Problem):
         return {} if self.metric_name is None else {self.metric_name: self.metric}
 
     def gradient(self, params, indices=None, rng=None):
-        import torch
-
         X, y = self._data()[:2]
         if indices is not None:
+            import torch
+
             idx = torch.from_numpy(np.asarray(indices)).to(self.device)
             X, y = X[idx], y[idx]
-        flat = self._tensor(params).requires_grad_(True)
-        self._loss_fn(self._call(flat, X), y).backward()
-        return flat.grad.cpu().numpy()           # the gradient travels to the server (CPU, numpy)
+        replica = self._replica()
+        with replica.lock:
+            replica.load(params)
+            replica.grad.zero_()
+            self._loss_fn(replica.model(X), y).backward()
+            return replica.grad.cpu().numpy().copy()   # to the server (CPU, numpy); the buffer is reused
 
     def on_device(self, device):
         if device == self.device:
             return self
         moved = copy.copy(self)
-        moved.device, moved._tensors, moved._last = str(device), None, None
+        moved.device, moved._tensors, moved._last, moved._replicas = str(device), None, None, None
         moved.model = copy.deepcopy(self.model).to(device)
         return moved
 
-    def __getstate__(self):                     # tensors are rebuilt where it is unpickled
-        return {**self.__dict__, "_tensors": None, "_last": None}
+    def __getstate__(self):                     # tensors and replicas are rebuilt where it is unpickled
+        return {**self.__dict__, "_tensors": None, "_last": None, "_replicas": None}
 
     def __repr__(self):
         return f"from_torch({self.name}, parameters={self.dim}, dtype={self.x0.dtype}, n={self.n})"
 
     # -- helpers ----------------------------------------------------------------------------
-    def _tensor(self, params):
-        import torch
-
-        flat = np.ascontiguousarray(params, dtype=self.x0.dtype)   # no copy when it already is
-        return torch.from_numpy(flat).to(self.device)
-
-    def _call(self, flat, X):
-        from torch.func import functional_call
-
-        parts = flat.split([int(np.prod(s)) for s in self.shapes])
-        weights = {n: p.view(s) for n, p, s in zip(self.names, parts, self.shapes)}
-        return functional_call(self.model, weights, (X,))
+    def _replica(self):
+        """This thread's own copy of the model (one per thread, made on first use)."""
+        local = self.__dict__.get("_replicas")
+        if local is None:
+            local = self._replicas = threading.local()
+        replica = getattr(local, "replica", None)
+        if replica is None:
+            replica = local.replica = _Replica(self.model, self.device)
+        return replica
 
     def _evaluate(self, params):
         """Loss and metric of `params` on the held-out data (one forward pass for both)."""
@@ -137,8 +142,10 @@ class TorchProblem(Problem):
         if cached is not None and np.array_equal(cached[0], params):
             return cached[1]
         _, _, X, y = self._data()
-        with torch.no_grad():
-            out = self._call(self._tensor(params), X)
+        replica = self._replica()
+        with torch.no_grad(), replica.lock:
+            replica.load(params)
+            out = replica.model(X)
             loss = float(self._loss_fn(out, y))
             metric = None if self._metric_fn is None else float(self._metric_fn(out, y))
         self._last = (np.array(params, copy=True), (loss, metric))
@@ -151,6 +158,45 @@ class TorchProblem(Problem):
             self._tensors = tuple(torch.from_numpy(a).to(self.device)
                                   for a in (self.X, self.y, self.X_test, self.y_test))
         return self._tensors
+
+
+class _Replica:
+    """A model whose parameters and gradients are views into two flat buffers."""
+
+    _shared_lock = threading.Lock()          # for a model that cannot be copied (see below)
+
+    def __init__(self, model, device):
+        import torch
+
+        try:
+            self.model, self.lock = copy.deepcopy(model).to(device), _NoLock()
+        except Exception:                    # noqa: BLE001 - it holds a lock, a file...: share it, in turn
+            self.model, self.lock = model.to(device), _Replica._shared_lock
+        params = list(self.model.parameters())
+        dtype = params[0].dtype
+        self.flat = torch.zeros(sum(p.numel() for p in params), dtype=dtype, device=device)
+        self.grad = torch.zeros_like(self.flat)
+        at = 0
+        with torch.no_grad():
+            for p in params:
+                n = p.numel()
+                self.flat[at:at + n] = p.reshape(-1)
+                p.data = self.flat[at:at + n].view_as(p)
+                p.grad = self.grad[at:at + n].view_as(p)
+                at += n
+
+    def load(self, params):
+        import torch
+
+        self.flat.copy_(torch.from_numpy(np.ascontiguousarray(params)))   # one copy (and cast)
+
+
+class _NoLock:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *_):
+        return False
 
 
 def model_dtype(model):
