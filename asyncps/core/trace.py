@@ -40,10 +40,12 @@ class Trace:
         """Append `event`; `in_time=True`: an event the server learns of late (a worker's own read
         of shared parameters) goes where its time puts it among the last events."""
         if self.limit is None or len(self.events) < self.limit:
+            if not in_time:
+                self.events.append(event)
+                return event
             at = len(self.events)
-            if in_time:
-                while at and _when(self.events[at - 1]) > event.time:
-                    at -= 1
+            while at and _when(self.events[at - 1]) > event.time:
+                at -= 1
             self.events.insert(at, event)
         else:                                    # a long run: count it, don't keep it
             b = self.beyond
