@@ -241,6 +241,6 @@ except ValueError as err:
 # 3. Worker 1's process is killed. Why can async finish the run, and sync not?
 # 4. Why does `asyncps.launch` refuse a non-loopback `MASTER_ADDR` unless you pass `--allow-remote`?
 #
-# Next: back to [the playground](playground.ipynb), or to the start:
+# Next: [08 · Asynchronous SGD on real digits](08-real-digits.ipynb), [the playground](playground.ipynb), or the start:
 # [00 · Start here](00-start-here.ipynb). Exercise:
 # [01 · the asynchronous push](../exercises/01-async-push.ipynb).
