@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
 LECTURE = ["00-start-here", "01-synchronous-ps", "02-asynchronous-ps", "03-does-it-still-converge",
            "04-stale-synchronous-parallel", "05-local-updates", "06-threads-processes-gpus",
-           "07-several-machines", "08-real-digits"]
+           "07-several-machines", "08-real-digits", "09-bias-momentum-allreduce"]
 ALL = LECTURE + ["playground"]
 
 

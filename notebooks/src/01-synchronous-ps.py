@@ -4,7 +4,8 @@
 # **Learning goals**
 # - name the parts: workers, the server, its parameters and their **version**; pull and push;
 # - follow one synchronous (BSP) round: everyone pulls v0, everyone pushes, the server averages;
-# - measure what the **barrier** costs when one worker is slow (a straggler).
+# - measure what the **barrier** costs when one worker is slow (a straggler);
+# - state the simulator's **cost model**, and see where the speed-up of data parallelism comes from.
 
 # %% [markdown] slide
 # ## The parts
@@ -36,8 +37,10 @@ print("after worker 1's push: server at", f"v{server.version}", "with parameters
 
 # %% [markdown] slide
 # ## One round, animated
-# The simulator runs the same server with a virtual clock. Three workers, each needs one time unit
-# per gradient.
+# The simulator runs the same server with a virtual clock. Its cost model, for every notebook:
+# worker k needs `compute_times[k]` time units per gradient (default 1), **whatever the size of its
+# shard**; pulls and pushes are free unless `comm_delay` says otherwise. Three workers, each needs
+# one time unit per gradient.
 
 # %%
 problem = aps.problems.LeastSquares(n=512, dim=10, seed=0)
@@ -78,9 +81,11 @@ for worker, seconds in enumerate(idle):
 rate = len(straggler.trace.pushes) / duration
 print(f"gradients per time unit: {rate:.2f} (without the barrier the four could make {3 + 1 / 4:.2f})")
 
-# %% [markdown] fragment
-# Three workers sit idle three quarters of the time: a synchronous round is as slow as its slowest
-# worker. Notebook 02 removes the barrier.
+# %%
+from IPython.display import Markdown, display
+
+display(Markdown(f"Workers 0–2 sit idle {idle[:3].mean() / duration:.0%} of the time: a synchronous "
+                 f"round is as slow as its slowest worker. Notebook 02 removes the barrier."))
 
 # %% [markdown] slide
 # ## Synchronous = one big batch
@@ -93,6 +98,42 @@ one = aps.simulate(problem, workers=1, policy="sync", lr=0.05, steps=100)
 gap = abs(four.params - one.params).max()
 print(f"largest difference after 100 versions: {'below 1e-12' if gap < 1e-12 else gap}")
 print(f"loss v0 {four.losses[0]:.4f} -> v100 {four.losses[-1]:.4f}")
+
+# %% [markdown] fragment
+# Under the cost model above this is no speed-up at all: each of the 4 workers needs 1 time unit
+# per gradient, as the single worker does, so both make one version per time unit.
+
+# %%
+display(Markdown(f"Time for 100 versions: 4 workers {four.trace.duration:g}, 1 worker "
+                 f"{one.trace.duration:g} time units."))
+
+# %% [markdown] slide
+# ## Why a parameter server at all: gradient cost proportional to the shard
+# In real data parallelism a whole-shard gradient costs time in proportion to the examples it reads:
+# on 1/N of the data it takes 1/N of the time. That is the point of splitting the data. Tell the
+# simulator so, `compute_times=[1/N] * N`, and the same versions arrive N times sooner. A pull and a
+# push that cost time (`comm_delay`) eat into that gain, and more so as each round's compute shrinks.
+
+# %%
+target = 0.05
+rows = []
+for workers in (1, 2, 4, 8):
+    times = []
+    for comm_delay in (0.0, 0.05):
+        run = aps.simulate(problem, workers=workers, policy="sync", lr=0.05, steps=100,
+                           compute_times=[1 / workers] * workers, comm_delay=comm_delay)
+        times.append(run.time_to_reach(target))
+    rows.append((workers, run.versions_to_reach(target), *times))
+    print(f"{workers} worker(s): loss {target} at version {rows[-1][1]}; time {times[0]:6.3f} "
+          f"(free messages), {times[1]:6.3f} (comm_delay=0.05)")
+
+# %%
+base = rows[0]
+display(Markdown(
+    f"Every run reaches loss {target} at the same version ({base[1]}): synchronous data parallelism "
+    f"takes the steps of gradient descent. With free messages, 8 workers get there "
+    f"{base[2] / rows[-1][2]:.1f}x sooner than 1; with `comm_delay=0.05` only "
+    f"{base[3] / rows[-1][3]:.1f}x, because every round pays for a pull and a push."))
 
 # %% [markdown] slide
 # ## Try it: how slow may the straggler be?
@@ -127,7 +168,8 @@ widgets.HBox([slowdown, answer])
 #    applied to? What is its staleness?
 # 2. With compute times `[1, 1, 1, 4]`, why is the synchronous server limited to one gradient per time
 #    unit?
-# 3. Why do 4 synchronous workers with equal shards end exactly where 1 worker does?
+# 3. Why do 4 synchronous workers with equal shards end exactly where 1 worker does? Under which
+#    cost model do they get there sooner, and what eats into that speed-up?
 #
 # Exercise: [02 · the synchronous round](../exercises/02-sync-round.ipynb) — write the barrier and
 # the averaging yourself. Next: [02 · The asynchronous parameter server](02-asynchronous-ps.ipynb).

@@ -13,6 +13,9 @@
 # Both pull v0.
 
 # %%
+import numpy as np
+from IPython.display import Markdown, display
+
 import asyncps as aps
 
 server = aps.ParameterServer([1.0, 1.0], workers=2, policy="async", lr=0.5)
@@ -39,13 +42,19 @@ print(f"server at v{server.version}: {server.params}")
 
 # %% [markdown] slide
 # ## Why v1, not v0?
-# The server keeps *one* copy of the parameters, the current one. "Applying to v0" would mean
-# undoing worker 0's step, adding worker 1's, and losing worker 0's work. Applying to v1 keeps both
-# steps: both coordinates moved by `0.5`. The price: worker 1's gradient describes the slope at v0,
-# not at v1 — that is what "stale" means.
+# A push is a **delta**, not a copy of the parameters: the server adds `−lr·g` to whatever it
+# holds. Addition commutes, so applying worker 1's gradient to v1 loses nothing:
+#
+# v2 = v1 − lr·g1 = (v0 − lr·g0) − lr·g1 = v0 − lr·(g0 + g1)
+#
+# — exactly what "both gradients applied to v0" would give. Nothing is overwritten and no step is
+# lost. The only error is *where* g1 was evaluated: at v0, while it is applied to v1. That gap is
+# what **staleness** measures.
 
 # %%
 print(f"staleness = applied_to - computed_on = {second.applied_to} - {second.computed_on} = {second.staleness}")
+print(f"v0 - lr*(g0 + g1) = {(np.array([1.0, 1.0]) - 0.5 * (np.array([1.0, 0.0]) + np.array([0.0, 1.0]))).tolist()}"
+      f"; the server's v2 = {server.params.tolist()}")
 
 # %% [markdown] slide
 # ## The same walk-through, animated
@@ -75,6 +84,43 @@ view
 timeline.frame = 25
 print(timeline.state)
 print(view.state)
+
+# %% [markdown] slide
+# ## The delta algebra, read from the trace
+# On this quadratic the run keeps every version's parameters (`run.trace.params[v]`). Take the
+# first stale push: its gradient g was computed on version `computed_on` and applied to version
+# `applied_to`. The server's next version must be `params[applied_to] − lr·g`, with g the gradient
+# *at* `params[computed_on]`.
+
+# %%
+lr = run.trace.meta["lr"]
+push = next(p for p in run.trace.pushes if p.staleness > 0)
+v, u = push.computed_on, push.applied_to
+g = quadratic.gradient(run.trace.params[v])                   # what the worker computed, on v
+print(push)
+print(f"v{v} = {run.trace.params[v].round(4).tolist()}, v{u} = {run.trace.params[u].round(4).tolist()}, "
+      f"g (at v{v}) = {g.round(4).tolist()}")
+print(f"v{u} - lr*g = {(run.trace.params[u] - lr * g).round(4).tolist()}; "
+      f"the server's v{u + 1} = {run.trace.params[u + 1].round(4).tolist()}")
+assert np.allclose(run.trace.params[u + 1], run.trace.params[u] - lr * g)
+
+# %% [markdown] fragment
+# Two other things the server could have done with this push, measured against the same v0, v1:
+# - **overwrite** the server with the worker's own copy (v0 − lr·g): worker 0's step is gone;
+# - apply a **fresh** gradient, evaluated at v1: what a gradient with no staleness would give.
+
+# %%
+own_copy = run.trace.params[v] - lr * g                         # the worker's copy after its step
+fresh = run.trace.params[u] - lr * quadratic.gradient(run.trace.params[u])
+taken = run.trace.params[u + 1]
+lost = run.trace.params[u] - run.trace.params[v]                # the other workers' steps since v
+display(Markdown(
+    f"- overwriting the server with the worker's copy v{v} − lr·g = {own_copy.round(4).tolist()} "
+    f"would leave it there instead of at {taken.round(4).tolist()}: it throws away the {u - v} "
+    f"step(s) the other worker made since v{v}, {lost.round(4).tolist()} in total;\n"
+    f"- the stale push gives {taken.round(4).tolist()} and a fresh gradient would give "
+    f"{fresh.round(4).tolist()}: they differ by lr·(∇f(v{v}) − ∇f(v{u})) = "
+    f"{(fresh - taken).round(4).tolist()} — staleness costs only where g was evaluated."))
 
 # %% [markdown] slide
 # ## Many workers: how stale?
@@ -110,10 +156,12 @@ for w, stale in by_worker.items():
 print(f"gradients per time unit: {len(slow.trace.pushes) / slow.trace.pushes[-1].time:.2f} "
       f"(synchronous: 1.00)")
 
-# %% [markdown] fragment
-# Asynchrony turned the barrier's idle time into work: about 3.25 gradients per time unit instead of 1.
-# The bill arrives as staleness — the straggler's gradients are about 12 versions old. Notebook 03
-# asks whether that bill is worth paying.
+# %%
+rate = len(slow.trace.pushes) / slow.trace.pushes[-1].time
+display(Markdown(
+    f"Asynchrony turned the barrier's idle time into work: {rate:.2f} gradients per time unit "
+    f"instead of 1. The bill arrives as staleness — the straggler's gradients are on average "
+    f"{np.mean(by_worker[3]):.1f} versions old. Notebook 03 asks whether that bill is worth paying."))
 
 # %% [markdown] slide
 # ## Try it: staleness versus the number of workers
@@ -144,7 +192,8 @@ widgets.VBox([workers, picture])
 # ## Check your understanding
 # 1. Worker 1 pulled v0 and pushed when the server was at v1. Which version does its gradient
 #    describe, which version does it change, and which version does it create?
-# 2. Why can't the server apply the late gradient to v0 instead?
+# 2. Pushes are deltas. Why does applying the late gradient to v1 lose nothing, and what exactly
+#    is the error of a stale push? What would a worker lose by writing its own copy into the server?
 # 3. With 8 equal workers, how stale is a typical push? With compute times `[1, 1, 1, 4]`, roughly
 #    how stale are the straggler's pushes, and why?
 #

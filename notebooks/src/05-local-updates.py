@@ -4,21 +4,32 @@
 # **Learning goals**
 # - answer "why can't the local gradients be applied without the server?": each worker *can* update
 #   its own copy, but then each copy only fits that worker's shard;
-# - use Downpour's knobs (Dean et al. 2012): `push_every` and `fetch_every`;
-# - see periodic averaging (`push_every=5` under sync) trade pushes against drift, and why non-IID
-#   shards make the drift obvious;
-# - explain why the server applies a late gradient to its current version v1, not to v0.
+# - use the two local-update knobs `push_every` and `fetch_every` — Downpour SGD's n_push and
+#   n_fetch (Dean et al. 2012) when the server is asynchronous;
+# - see **periodic averaging** — `push_every=5` under sync, i.e. local SGD (Stich 2019), the scheme
+#   FedAvg (McMahan et al. 2017) runs — trade pushes against drift, and why non-IID shards with a
+#   constant lr leave it above the best loss;
+# - explain why a push is a *delta*: why applying a late push to the current version loses nothing.
 
 # %% [markdown] slide
-# ## Downpour's two knobs
-# In every run so far a worker pushed after each gradient and pulled right after. Downpour SGD
-# loosens both:
+# ## Two knobs: `push_every` and `fetch_every`
+# In every run so far a worker pushed after each gradient and pulled right after. Two knobs loosen
+# both:
 # - `push_every=n`: the worker applies each gradient to its **own copy** and pushes the *sum* of its
 #   last n gradients every n local steps;
 # - `fetch_every=m`: it pulls every m local steps (default: right after each push);
 # - `push_every=None`: it never pushes. Each worker pulls v0 once and then works alone.
 #
 # The last one is the question from the lecture: *why not just apply the gradients locally?*
+#
+# Where the names come from: Downpour SGD (Dean et al. 2012) has workers push accumulated gradients
+# every n_push steps and fetch every n_fetch steps, **asynchronously**, to a server sharded over many
+# machines, which in its best runs applies them with per-coordinate Adagrad rates. Here there is one
+# server with plain SGD, and the same
+# knobs also work under `policy="sync"`, where `push_every=n` is no longer Downpour: it is periodic
+# averaging, or **local SGD** (Stich 2019, "Local SGD converges fast and communicates little"); FedAvg
+# (McMahan et al. 2017) is the same scheme run on a sample of clients each round, their copies
+# weighted by how much data each holds.
 
 # %% [markdown] slide
 # ## A problem where the shards disagree
@@ -51,7 +62,8 @@ print(f"pulls: {len(alone.trace.pulls)} (each worker pulled v0 once); pushes: {l
 
 # %%
 def describe(run, problem):
-    """Distances between the local copies, and how well each one fits its shard and all the data."""
+    """Distances between the local copies, and how well each one fits its shard and all the data;
+    returns the largest distance and the copies' losses."""
     copies = run.worker_params
     shards = problem.shards(run.trace.workers, run.trace.meta["partition"], run.trace.meta["seed"])
     print("distance between copies:")
@@ -62,14 +74,20 @@ def describe(run, problem):
         everyone = np.linalg.norm(problem.gradient(copy))
         print(f"worker {k}: loss {problem.loss(copy):.4f}; gradient on its own shard {own:.4f}, "
               f"on all the data {everyone:.4f}")
+    widest = max(np.linalg.norm(a - b) for a, b in itertools.combinations(copies, 2))
+    return widest, [problem.loss(c) for c in copies]
 
 
-describe(alone, problem)
+iid_widest, iid_losses = describe(alone, problem)
 
-# %% [markdown] fragment
-# Each copy sits at the best fit of **its own shard** (gradient 0 there), not of the whole data set
-# (gradient ≠ 0, loss above the best 0.4949). With IID shards the four best fits are close, so the
-# copies are too.
+# %%
+from IPython.display import Markdown, display
+
+display(Markdown(
+    f"Each copy sits at the best fit of **its own shard** (gradient ≈ 0 there), not of the whole "
+    f"data set (gradient ≠ 0, losses {min(iid_losses):.4f}–{max(iid_losses):.4f}, above the best "
+    f"{best:.4f}). With IID shards the four best fits are close, so the copies are too (at most "
+    f"{iid_widest:.2f} apart)."))
 
 # %% [markdown] slide
 # ## Non-IID shards: `partition="sorted"`
@@ -78,17 +96,20 @@ describe(alone, problem)
 
 # %%
 apart = aps.simulate(problem, workers=4, lr=0.1, steps=300, push_every=None, partition="sorted")
-describe(apart, problem)
+sorted_widest, sorted_losses = describe(apart, problem)
 
-# %% [markdown] fragment
-# The copies drift more than twice as far apart (up to 1.29 instead of 0.54), and workers 1 and 2
-# end near loss 1.0 — twice the best. Each shard still has its own best fit, but now those best fits
-# differ: nothing pulls a copy towards the data it never sees.
+# %%
+display(Markdown(
+    f"The copies drift {sorted_widest / iid_widest:.1f} times as far apart (up to "
+    f"{sorted_widest:.2f} instead of {iid_widest:.2f}), and the worst copy ends at loss "
+    f"{max(sorted_losses):.4f} — {max(sorted_losses) / best:.1f}x the best. Each shard still has its "
+    f"own best fit, but now those best fits differ: nothing pulls a copy towards the data it never "
+    f"sees."))
 
 # %% [markdown] slide
 # ## Why the noise matters
 # Without noise every shard is fitted exactly by the same `w_true`, so even sorted copies head for
-# the same point (after 300 steps they are still 0.02 apart, closing in):
+# the same point:
 
 # %%
 clean = aps.problems.LeastSquares(n=512, dim=10, noise=0.0, seed=0)
@@ -111,16 +132,30 @@ for name, run in (("iid", alone), ("sorted", apart)):
     average = np.mean(run.worker_params, axis=0)
     print(f"{name:6s}: loss of the average {problem.loss(average):.4f} (best {best:.4f})")
 
+# %%
+once = {name: problem.loss(np.mean(run.worker_params, axis=0)) for name, run in (("iid", alone), ("sorted", apart))}
+display(Markdown(
+    f"For IID shards one average at the end is within {once['iid'] - best:.4f} of the best loss; for "
+    f"sorted shards it is {once['sorted'] - best:.4f} above it: each copy went far down its own road, "
+    f"and the average of those ends is not the best fit of all the data. So: average *while* they "
+    f"work."))
+
 # %% [markdown] fragment
-# For IID shards one average at the end is almost the best fit. For sorted shards it is not: each
-# copy went far down its own road, and the average of those ends is not the best fit of all the data.
-# So: average *while* they work.
+# Where the IID result holds: this loss is a **convex** quadratic (least squares), and every copy
+# started from the same v0. Each copy converges to its shard's least-squares fit; with IID shards
+# those fits scatter around the full-data fit and their mean lands close to it (one-shot averaging;
+# Zhang, Duchi & Wainwright 2013 analyse it for convex problems). It stops holding for
+# **non-convex** models: copies trained apart can end in different minima — a neural network's hidden
+# units can be permuted without changing what it computes — and the average of two good networks can
+# be a bad one. McMahan et al. (2017, Fig. 1) show exactly that for two MNIST networks trained from
+# different initialisations.
 
 # %% [markdown] slide
-# ## Periodic averaging: `push_every=5` under sync
+# ## Periodic averaging (local SGD): `push_every=5` under sync
 # Each worker takes 5 local steps from the version it pulled, then pushes the sum of its 5 gradients;
 # the sync server averages the four sums and applies them with the same lr. That is exactly the
-# **average of the four local copies**:
+# **average of the four local copies** — local SGD, FedAvg's averaging step with all clients taking
+# part:
 
 # %%
 one_round = aps.simulate(problem, workers=4, policy="sync", lr=0.1, steps=1, push_every=5,
@@ -153,40 +188,83 @@ def periodic(push_every, partition, gradients=200, comm_delay=0.0):
                         push_every=push_every, partition=partition, comm_delay=comm_delay)
 
 
+settles = {}
 for partition in ("iid", "sorted"):
     for push_every in (1, 5, 20):
         run = periodic(push_every, partition)
         longer = periodic(push_every, partition, gradients=2000)
+        settles[partition, push_every] = longer.losses[-1]
         print(f"{partition:6s} push_every={push_every:2d}: {len(run.trace.pushes):3d} pushes, "
               f"loss {run.losses[-1]:.4f}; after 10x longer {longer.losses[-1]:.4f}")
 
-# %% [markdown] fragment
-# Pushing every 5 steps needs 5 times fewer messages and, with IID shards, costs almost nothing.
-# With sorted shards the copies drift apart between averages, and the run settles *above* the best
-# loss — the longer the interval, the higher (0.4960 for 5, 0.5148 for 20), and running longer does
-# not remove it.
+# %%
+display(Markdown(
+    f"Pushing every 5 steps needs 5 times fewer messages and, with IID shards, costs almost nothing "
+    f"(it settles at {settles['iid', 5]:.4f}, best {best:.4f}). With sorted shards the copies "
+    f"drift apart between averages, and the run settles *above* the best loss — the longer the "
+    f"interval, the higher ({settles['sorted', 5]:.4f} for 5, {settles['sorted', 20]:.4f} for 20, "
+    f"best {best:.4f}), and running 10 times longer does not remove it."))
+
+# %% [markdown] slide
+# ## The plateau is the constant lr's
+# Between two averages each copy takes n steps towards *its own* shard's fit; with a constant lr
+# those steps have a fixed size, so the averaged model settles at a fixed point that is not the
+# best fit. Make the lr decay and the plateau goes: below, the same 8000 gradients per worker
+# (sorted shards, `push_every=20`), once at the constant lr 0.1, and once in four stages of 2000 that
+# halve the lr, each stage starting from the server's parameters at the end of the last.
+
+# %%
+import copy as copying
+
+constant_lr = aps.simulate(problem, workers=4, policy="sync", lr=0.1, steps=8000 // 20, push_every=20,
+                           partition="sorted")
+print(f"constant lr=0.1       : settles {constant_lr.losses[-1] - best:.4f} above the best loss")
+start, gaps = problem.x0, {}
+for lr in (0.1, 0.05, 0.025, 0.0125):
+    stage = copying.copy(problem)
+    stage.x0 = start                                     # continue from where the last stage ended
+    run = aps.simulate(stage, workers=4, policy="sync", lr=lr, steps=2000 // 20, push_every=20,
+                       partition="sorted")
+    start, gaps[lr] = run.params, run.losses[-1] - best
+    print(f"decaying, stage lr={lr:<6}: {gaps[lr]:.4f} above the best loss")
+
+# %%
+display(Markdown(
+    f"With the constant lr the gap stays at {constant_lr.losses[-1] - best:.4f}; each halving of the "
+    f"lr shrinks it, to {gaps[0.0125]:.4f} after the last stage. This is a known result: local SGD / "
+    f"FedAvg on non-IID data with a constant lr converges only to a neighbourhood of the optimum "
+    f"whose size grows with the lr and the number of local steps, and a decaying lr is needed to "
+    f"reach the optimum itself (Li, Huang, Yang, Wang & Zhang 2020, *On the convergence of FedAvg on "
+    f"non-IID data*)."))
 
 # %% [markdown] slide
 # ## When messages cost time
 # `comm_delay=1`: a pull and a push each take as long as one gradient. Time to reach loss 0.50:
 
 # %%
+reach = {}
 for partition in ("iid", "sorted"):
     for push_every in (1, 2, 5, 10, 20):
         run = periodic(push_every, partition, gradients=400, comm_delay=1.0)
-        t = run.time_to_reach(0.50)
+        t = reach[partition, push_every] = run.time_to_reach(0.50)
         print(f"{partition:6s} push_every={push_every:2d}: "
               + (f"t = {t:5.1f}" if t is not None else "never (settles at "
                  f"{run.losses[-1]:.4f})"))
 
-# %% [markdown] fragment
-# That is why Downpour pushes every n steps: fewer messages, more time computing. With IID shards
-# longer intervals keep paying (90 → 44). With sorted shards the drift sets a limit: 5 is the best
-# here, and 10 or 20 never reach the target.
+# %%
+reached = {n: t for (part, n), t in reach.items() if part == "sorted" and t is not None}
+display(Markdown(
+    f"That is what local steps buy — in local SGD, and in Downpour's asynchronous n_push: fewer "
+    f"messages, more time computing. With IID shards the time falls from {reach['iid', 1]:.0f} "
+    f"(push every step) to {reach['iid', 20]:.0f} (every 20). With sorted shards the drift sets a "
+    f"limit: {min(reached, key=reached.get)} is the best interval here, and "
+    f"{' and '.join(str(n) for (part, n), t in reach.items() if part == 'sorted' and t is None)} "
+    f"never reach the target."))
 
 # %% [markdown] slide
 # ## `fetch_every`: pull less often
-# Async, pushing after every gradient but pulling only every 5 steps. In between, the worker keeps
+# Async, pushing after every gradient but pulling only every 5 steps — this one *is* Downpour's
+# n_fetch (without its sharded server and Adagrad). In between, the worker keeps
 # applying its own gradients to its copy, so it computes on "the version it pulled plus its own
 # steps" — and the trace counts the staleness from the version it pulled.
 
@@ -199,41 +277,48 @@ for name, run in (("fetch after each push", every_step), ("fetch_every=5", rarel
     print(f"{name:21s}: {len(run.trace.pulls):3d} pulls, max staleness {hist.size - 1:2d}, "
           f"final loss {run.losses[-1]:.4f}")
 
-# %% [markdown] fragment
-# Five times fewer pulls, a staleness of up to 19 versions, and a final loss barely worse. Each worker
-# still works on its own copy between pulls — it only hears of the others' steps every 5 steps.
+# %%
+display(Markdown(
+    f"{len(every_step.trace.pulls) / len(rarely.trace.pulls):.1f} times fewer pulls, a staleness of "
+    f"up to {rarely.trace.staleness_histogram().size - 1} versions, and a final loss of "
+    f"{rarely.losses[-1]:.4f} instead of {every_step.losses[-1]:.4f}. Each worker still works on its "
+    f"own copy between pulls — it only hears of the others' steps when it pulls."))
 
 # %% [markdown] slide
-# ## Why the late gradient goes to v1, not v0
-# Back to the smallest case, driven by hand. Both workers pull **v0**; worker 0's shard pulls on the
-# first coordinate, worker 1's on the second.
+# ## Why the late push goes to v1, not v0: a push is a delta
+# So why can't a worker just update its own copy? It can — that is `push_every=None` above, and
+# each copy then fits only its own shard. What the server adds is that every worker sends a
+# **delta**, `copy − version it pulled` (here: −lr times the sum of its local gradients), and the
+# server *adds* it to its current version. Addition commutes, so nothing anyone pushed is lost:
+# with pushes d0 and d1 both computed from v0, v2 = v1 + d1 = v0 + d0 + d1. The only error of a late
+# push is *where* its gradients were evaluated (from v0, not v1): that is staleness.
+#
+# Read it from a trace: two workers, 5 local steps per push, asynchronous, on the 2-D quadratic of
+# notebook 02 (which keeps every version's parameters, `run.trace.params[v]`).
 
 # %%
-server = aps.ParameterServer([1.0, 1.0], workers=2, policy="async", lr=0.5)
-copy_0, v_0 = server.pull(0)
-copy_1, v_1 = server.pull(1)
-g_0, g_1 = np.array([1.0, 0.0]), np.array([0.0, 1.0])
-
-server.push(0, g_0, computed_on=v_0)
-print(f"worker 0 pushes: server at v{server.version} = {server.params.tolist()}")
-late = server.push(1, g_1, computed_on=v_1)
+quadratic = aps.problems.Quadratic(curvature=[1.0, 4.0], x0=[1.0, 1.0])
+small = aps.simulate(quadratic, workers=2, policy="async", lr=0.05, steps=6, compute_times=[1, 1.5],
+                     push_every=5)
+late = next(p for p in small.trace.pushes if p.staleness > 0)
+v, u = late.computed_on, late.applied_to
+copy = small.trace.params[v].copy()
+for _ in range(5):                                      # the worker's 5 local steps, from v
+    copy -= 0.05 * quadratic.gradient(copy)
+delta = copy - small.trace.params[v]
 print(late)
-print(f"worker 1 pushes: server at v{server.version} = {server.params.tolist()}")
-
-# %% [markdown] fragment
-# Applied to v1, both steps are kept: each coordinate moved by 0.5. Now apply worker 1's gradient to
-# **v0** instead — that is also exactly what worker 1's *own copy* would be after one local step:
+print(f"v{u} + delta = {(small.trace.params[u] + delta).round(4).tolist()}; "
+      f"the server's v{u + 1} = {small.trace.params[u + 1].round(4).tolist()}")
+assert np.allclose(small.trace.params[u + 1], small.trace.params[u] + delta)
 
 # %%
-on_v0 = copy_1 - 0.5 * g_1
-print(f"applied to v0: {on_v0.tolist()} (worker 0's step is gone)")
-print(f"applied to v1: {server.params.tolist()} (both steps kept)")
-
-# %% [markdown] fragment
-# Applying a late gradient to v0 throws away every update made since v0 — the other worker's work.
-# A worker that only updates its own copy does just that, all the time: that is why the copies above
-# drifted. The server keeps **one** current version and adds every worker's step to it; the price is
-# that worker 1's gradient describes the slope at v0, not at v1 — it is stale.
+others = small.trace.params[u] - small.trace.params[v]   # the other worker's push since v
+display(Markdown(
+    f"The server added the late delta {delta.round(4).tolist()} to v{u}. A worker that instead "
+    f"wrote its own copy {copy.round(4).tolist()} into the server would erase the other worker's "
+    f"push since v{v}, {others.round(4).tolist()}; a worker that never pushes keeps only its own "
+    f"shard's steps — the drift above. The server keeps everyone's steps; the price is that the late "
+    f"worker's gradients were taken along a path that started at v{v}, not at v{u}."))
 
 # %% [markdown] slide
 # ## Try it: the push interval
@@ -270,8 +355,12 @@ print(answer.value)
 #    did they not drift with `noise=0`?
 # 3. Under sync, why is `push_every=5` the same as averaging the four local copies every 5 steps?
 #    What does a longer interval save, and what does it cost on non-IID shards?
-# 4. Worker 1's gradient was computed on v0 and arrives when the server is at v1. What is lost if the
-#    server applies it to v0?
+# 4. Worker 1's push was computed from v0 and arrives when the server is at v1. Why does adding it
+#    to v1 lose nothing, what would writing worker 1's copy into the server lose, and what is the
+#    only error of the late push?
+# 5. Why does periodic averaging on sorted shards settle above the best loss, and what removes that?
+#    Why does "one average at the end" work for IID least squares, and why can it fail for a
+#    neural network?
 #
 # Exercise: [06 · local updates](../exercises/06-local-updates.ipynb) — push_every, periodic
 # averaging and drift. Next: [06 · Threads, processes and GPUs](06-threads-processes-gpus.ipynb).

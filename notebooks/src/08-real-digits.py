@@ -432,3 +432,5 @@ for phase, params in [("v0", digits(0).x0), ("trained", trained)]:
 # [07 · Several machines](07-several-machines.ipynb). Exercises:
 # [05 · gradient similarity](../exercises/05-gradient-similarity.ipynb) (IID versus non-IID) and
 # [04 · the staleness-aware lr](../exercises/04-staleness-lr.ipynb).
+#
+# Next: [09 · Where asynchrony costs: bias, implicit momentum, and all-reduce](09-bias-momentum-allreduce.ipynb).
