@@ -251,8 +251,9 @@ print(f"push_every=1, 200 steps:     drift {drift(averaged.worker_params):.4f}, 
 
 # %% [markdown]
 # ## Think about it (not graded)
-# 1. With `push_every=10` the drift is 8 to 11 times the drift with `push_every=1`. Why roughly
+# 1. Compare the drift with `push_every=10` and with `push_every=5` in the table. Why roughly
 #    proportional to n? (Between two averagings, each copy takes n steps along its own shard's
-#    gradient.)
+#    gradient.) And why is it exactly 0 with `push_every=1`? (Each copy is replaced by the
+#    averaged version after every step, before it can move on its own.)
 # 2. Run the table with 4 workers and `compute_times=[1, 1, 1, 4]`. Which of the runs wait for the
 #    straggler, and how often? (`run.trace.idle_time_per_worker()`)
