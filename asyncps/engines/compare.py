@@ -11,7 +11,8 @@ from .simulate import simulate
 
 @renamed_keywords
 def compare(problem=None, workers=4, policy="async", max_clocks_ahead=2, lr=0.05,
-            lr_schedule="constant", straggler=1.0, partition="iid", push_every=1, steps=200, seed=0):
+            lr_schedule="constant", straggler=1.0, partition="iid", push_every=1, steps=200, seed=0,
+            jitter=0.0, comm_delay=0.0, momentum=0.0, batch_size=None):
     """Run sync, async and ssp with the same settings; the last worker is `straggler` times slower.
 
     `policy` is the one a view shows first; every policy is run."""
@@ -23,7 +24,9 @@ def compare(problem=None, workers=4, policy="async", max_clocks_ahead=2, lr=0.05
         runs[name] = simulate(problem, workers=workers, policy=name,
                               max_clocks_ahead=threshold.get(name), lr=lr,
                               lr_schedule=lr_schedule, steps=steps, compute_times=times,
-                              partition=partition, push_every=push_every, seed=seed)
+                              partition=partition, push_every=push_every, seed=seed,
+                              jitter=jitter, comm_delay=comm_delay, momentum=momentum,
+                              batch_size=batch_size)
         if runs[name].diverged:
             notes.append(f"{name}: {runs[name].message}")
     if workers == 1:

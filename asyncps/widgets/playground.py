@@ -14,6 +14,7 @@ from ..core.config import renamed_keywords
 from ..core.policies import LR_SCHEDULES, POLICIES
 from ..engines.compare import compare
 from ..problems.base import Problem
+from ..problems.synthetic import LeastSquares, Logistic, Quadratic
 from . import render_charts as rc
 from .timeline import Timeline
 
@@ -21,10 +22,21 @@ from .timeline import Timeline
 class Playground(widgets.VBox):
     @renamed_keywords
     def __init__(self, problem=None, workers=4, policy="async", max_clocks_ahead=2, lr=0.05,
-                 lr_schedule="constant", straggler=1.0, partition="iid", push_every=1, steps=200):
+                 lr_schedule="constant", straggler=1.0, partition="iid", push_every=1, steps=200,
+                 jitter=0.0, comm_delay=0.0, momentum=0.0, batch_size=None):
         if problem is not None and not isinstance(problem, Problem):
             raise checks.bad("problem", problem, "an asyncps problem or None", TypeError)
-        self.problem = problem
+        self.problems = {"least squares": LeastSquares(n=512, dim=10, seed=0),
+                         "logistic": Logistic(n=512, dim=10, seed=0),
+                         "quadratic": Quadratic(curvature=[1.0, 0.1], x0=[1.0, 1.0])}
+        if problem is not None:
+            self.problems = {"yours": problem, **self.problems}
+        jitter = checks.real("jitter", jitter, minimum=0.0, below=2.0 + 1e-9)
+        comm_delay = checks.real("comm_delay", comm_delay, minimum=0.0, below=2.0 + 1e-9)
+        momentum = checks.real("momentum", momentum, minimum=0.0, below=0.95 + 1e-9)
+        batches = (None, 8, 32, 128)
+        if batch_size not in batches:
+            raise checks.bad("batch_size", batch_size, f"one of {batches}")
         self.steps = checks.integer("steps", steps, minimum=1, maximum=5000)
         workers = checks.integer("workers", workers, minimum=1, maximum=16)
         policy = checks.choice("policy", policy, POLICIES)
@@ -54,6 +66,17 @@ class Playground(widgets.VBox):
                                                description="shards", style=style),
             "push_every": widgets.IntSlider(value=push_every, min=1, max=10, description="push every",
                                             style=style, layout=wide),
+            "jitter": widgets.FloatSlider(value=jitter, min=0.0, max=2.0, step=0.1, description="jitter",
+                                          style=style, layout=wide),
+            "comm_delay": widgets.FloatSlider(value=comm_delay, min=0.0, max=2.0, step=0.1,
+                                              description="comm delay", style=style, layout=wide),
+            "momentum": widgets.FloatSlider(value=momentum, min=0.0, max=0.95, step=0.05,
+                                            description="momentum", style=style, layout=wide),
+            "batch_size": widgets.Dropdown(options=[("whole shard", None), ("8", 8), ("32", 32),
+                                                    ("128", 128)], value=batch_size,
+                                           description="batch", style=style),
+            "problem": widgets.Dropdown(options=list(self.problems), value=next(iter(self.problems)),
+                                        description="problem", style=style),
         }
         for control in self.controls.values():
             control.observe(lambda _: self.update(), "value")
@@ -63,8 +86,10 @@ class Playground(widgets.VBox):
         self.by_time = widgets.HTML()
         self.histogram = widgets.HTML()
         c = self.controls
-        left = widgets.VBox([c["workers"], c["max_clocks_ahead"], c["lr"], c["straggler"], c["push_every"]])
-        right = widgets.VBox([c["policy"], c["lr_schedule"], c["partition"]])
+        left = widgets.VBox([c["workers"], c["max_clocks_ahead"], c["lr"], c["straggler"], c["push_every"],
+                             c["jitter"], c["comm_delay"], c["momentum"]])
+        right = widgets.VBox([c["policy"], c["lr_schedule"], c["partition"], c["batch_size"],
+                              c["problem"]])
         charts = widgets.HBox([self.losses, self.by_time, self.histogram])
         super().__init__([widgets.HBox([left, right]), self.message, self.timeline_box, charts])
         self.timeline, self.note = None, ""
@@ -75,7 +100,9 @@ class Playground(widgets.VBox):
 
     def update(self):
         try:
-            runs, note = compare(self.problem, steps=self.steps, **self.settings())
+            settings = self.settings()
+            problem = self.problems[settings.pop("problem")]
+            runs, note = compare(problem, steps=self.steps, **settings)
         except (ValueError, TypeError) as err:               # an impossible setting: say why
             self._say(str(err), error=True)
             return

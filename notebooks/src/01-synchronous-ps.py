@@ -171,5 +171,22 @@ widgets.HBox([slowdown, answer])
 # 3. Why do 4 synchronous workers with equal shards end exactly where 1 worker does? Under which
 #    cost model do they get there sooner, and what eats into that speed-up?
 #
+# <details><summary>Answers</summary>
+#
+# 1. Every gradient of a round is computed on the version all workers pulled at its start (v0 in
+#    round 1) and applied to that same version, because the server makes the next version only
+#    after the last push: staleness 0, as the printed pushes show.
+# 2. The barrier: a round ends only when the slowest worker has pushed, so each round takes
+#    max(compute_times) = 4 time units and yields 4 gradients, 4 / 4 = 1 per time unit. Workers
+#    0–2 finish after 1 and sit idle for the rest of every round (the idle printout), instead of
+#    making the 3 + 1/4 gradients per time unit they could make without the barrier.
+# 3. With equal shards and whole-shard gradients, the average of the N shard gradients *is* the
+#    full-data gradient, so every synchronous version is one gradient-descent step with the same
+#    lr (the "largest difference" printout). They get there sooner only when a gradient's cost is
+#    proportional to the shard (`compute_times=[1/N] * N`, N times fewer time units per version);
+#    the pull and push of every round (`comm_delay`) eat into that, more as each round's compute
+#    shrinks with N — compare the two time columns of the table (and a straggler would, too).
+# </details>
+#
 # Exercise: [02 · the synchronous round](../exercises/02-sync-round.ipynb) — write the barrier and
 # the averaging yourself. Next: [02 · The asynchronous parameter server](02-asynchronous-ps.ipynb).

@@ -197,5 +197,21 @@ widgets.VBox([workers, picture])
 # 3. With 8 equal workers, how stale is a typical push? With compute times `[1, 1, 1, 4]`, roughly
 #    how stale are the straggler's pushes, and why?
 #
+# <details><summary>Answers</summary>
+#
+# 1. Its gradient describes v0 (it was evaluated at v0's parameters), it changes v1 (what the
+#    server holds when it arrives) and it creates v2: staleness = applied_to − computed_on = 1.
+# 2. A push is a delta −lr·g added to whatever the server holds, and addition commutes, so
+#    v2 = v0 − lr·(g0 + g1): both steps are kept, nothing is overwritten. The only error is where
+#    g1 was evaluated — at v0, not v1 — so the step differs from a fresh one by
+#    lr·(∇f(v0) − ∇f(v1)); writing its own copy v0 − lr·g into the server would instead throw away
+#    every step the other workers made since v0 (worker 0's here), as the comparison cell shows.
+# 3. N − 1 = 7 versions: between a worker's pull and its push, each of the other 7 equal workers
+#    pushes once (only the first pushes of a run are fresher). The straggler computes for 4 time
+#    units while each of the 3 fast workers pushes about once per time unit, so its pushes are
+#    about 3 · 4 = 12 versions stale (the fast workers' about 2 + 1/4), as the per-worker printout
+#    and the histogram's far bar show.
+# </details>
+#
 # Exercise: [01 · the asynchronous push](../exercises/01-async-push.ipynb) — write the push yourself
 # and watch it in the Timeline. Next: [03 · Does it still converge?](03-does-it-still-converge.ipynb)

@@ -489,5 +489,33 @@ print(answer.value)
 # 5. With 6 workers and s = 2, how many versions stale can a push be? And a push by the worker that
 #    was the slowest when it pulled?
 #
+# <details><summary>Answers</summary>
+#
+# 1. No, if worker 3 is the slowest: 3 − 1 = 2 > s = 1, so the gate closes and worker 0 waits
+#    until the slowest worker pushes. Had worker 3 pushed twice, and no worker stood below 2
+#    pushes, 3 − 2 = 1 ≤ 1 and worker 0 may start.
+# 2. With s = 0 no worker may start clock c + 1 before every worker has finished clock c, so all
+#    four gradients of a round are computed on the same version; pushes are deltas that add, so
+#    after the round's four pushes the server holds v − lr·(g0 + g1 + g2 + g3) =
+#    v − (4·lr)·mean(g), exactly one synchronous step with lr × 4. The intermediate versions
+#    differ, which is why the cell compares SSP's every 4th version with sync's every version (and
+#    the times match too).
+# 3. Once the fast workers are s clocks ahead of the straggler, which is always the slowest, the
+#    gate lets them push only once per straggler push: 4 gradients per 4 time units, whatever
+#    finite s. A larger s only lengthens the head start before the gate first closes (see the
+#    times under the time-to-target table), which can reach the target sooner and lifts a short
+#    run's average a little above that pace ("Who sets the pace?"); s pays for good only when
+#    slowness moves between workers, as with `jitter`, where the gradients per time unit
+#    rise with s.
+# 4. One seed is one draw of the compute times, and the ranking of thresholds changes from draw to
+#    draw: the 10-seed table shows overlapping min–max ranges and no policy fastest on most seeds.
+#    Report, over many seeds and with each policy at its own tuned lr, the median time to target
+#    with its spread (min–max or quantiles), ideally with its two factors: gradients needed and
+#    gradients per time unit.
+# 5. At most (N − 1)(2s + 1) = 5 · 5 = 25 versions, since each of the 5 others can push up to
+#    2s + 1 times between a worker's pull and its push. A worker that was the slowest when it
+#    pulled sees each other worker push at most s + 1 times: (N − 1)(s + 1) = 5 · 3 = 15 versions.
+# </details>
+#
 # Exercise: [03 · the SSP gate](../exercises/03-ssp-gate.ipynb) — write the gate yourself.
 # Next: [05 · Local updates](05-local-updates.ipynb).
