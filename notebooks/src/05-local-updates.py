@@ -362,5 +362,33 @@ print(answer.value)
 #    Why does "one average at the end" work for IID least squares, and why can it fail for a
 #    neural network?
 #
+# <details><summary>Answers</summary>
+#
+# 1. The server still holds v0: nobody pushed, so no version was made. All the work is in the four
+#    local copies (`run.worker_params`), each at the best fit of its own shard — gradient ≈ 0 on
+#    its shard, not on all the data.
+# 2. Sorting by target gives each shard a different region of the data, so the shards' own
+#    least-squares fits differ and each copy heads for its own; IID shards are samples of the same
+#    data, so their fits lie close together. With `noise=0` every shard is fitted exactly by the
+#    same `w_true`, so all shard optima coincide and even sorted copies meet there.
+# 3. Every copy starts from the same pulled version v and ends at v − lr·(sum of its 5 gradients);
+#    the sync server applies v − lr·(mean of the 4 sums), which is the mean of the 4 copies (the
+#    `np.allclose` cell checks it). A longer interval saves messages (n times fewer pushes, and
+#    their time when `comm_delay` > 0); on non-IID shards the copies drift apart between averages,
+#    so the run settles higher above the best loss, and in the `comm_delay` table the longest
+#    intervals never reach the target.
+# 4. A push is a delta (copy − version pulled), and the server *adds* it: addition commutes, so
+#    v2 = v0 + d0 + d1 keeps both workers' steps. Writing worker 1's copy into the server would
+#    erase the other worker's push since v0. The only error is where the late gradients were
+#    evaluated — along a path from v0, not v1: staleness.
+# 5. With a constant lr each copy takes fixed-size steps towards its own shard's fit between two
+#    averages, so the averaged model settles at a fixed point off the optimum, in a neighbourhood
+#    that grows with the lr and the interval; a decaying lr removes it (the staged run's gap shrinks
+#    with each halving). One average at the end works for IID least squares because the loss is
+#    convex, every copy starts from v0 and the shard fits scatter around the full-data fit; a
+#    neural network is non-convex, copies trained apart can reach different minima (hidden units
+#    permuted), and the average of two good networks can be a bad one.
+# </details>
+#
 # Exercise: [06 · local updates](../exercises/06-local-updates.ipynb) — push_every, periodic
 # averaging and drift. Next: [06 · Threads, processes and GPUs](06-threads-processes-gpus.ipynb).

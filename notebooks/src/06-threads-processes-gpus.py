@@ -249,5 +249,28 @@ else:
 #    analysis (sparse updates, atomic adds) have no lost updates, and what does it pay instead?
 # 4. Why does a GPU worker's gradient still go through the server's lock?
 #
+# <details><summary>Answers</summary>
+#
+# 1. Both keep the promises `aps.violations` checks: versions go up by one per update,
+#    `staleness == applied_to − computed_on ≥ 0`, SSP's clock bound, and no update lost. What may
+#    differ is everything the operating system's scheduler decides: the order of the pushes, each
+#    push's staleness, pushes per worker, the wall-clock times and hence the losses along the way.
+# 2. The simulator charges only the compute times; a real gradient costs a little more than its
+#    sleep, and every pull, push and barrier wake-up takes time (and with processes, the workers and
+#    the server share the CPU cores). Set `compute_times` to the measured compute times, add a
+#    `comm_delay` for the per-message cost and a `jitter` for the variation between iterations.
+# 3. With the lock every push is applied whole, one after the other, and every partial sum of
+#    −2⁻¹⁰ is exact in floating point, so after P pushes each parameter is exactly −lr·P. A lost
+#    update is a parameter left above −lr·P (`lost_updates` > 0 for it: one write overwrote
+#    another), in a count that changes from run to run. Hogwild assumes sparse updates and an
+#    atomic per-coordinate add, so every write lands; it pays with inconsistent reads — gradients
+#    computed on a mix of old and new coordinates — whose cost its theorem bounds when overlaps are
+#    rare.
+# 4. The GPU only computes the gradient; it comes back as a numpy array on the CPU and is applied
+#    to the server's single shared copy of the parameters, which all workers update. Applying it
+#    under the lock keeps the versions, staleness and no-lost-update promises, wherever the
+#    gradient was computed (lock-free updates are CPU-only).
+# </details>
+#
 # Next: [07 · Several machines](07-several-machines.ipynb). Exercise:
 # [01 · the asynchronous push](../exercises/01-async-push.ipynb).

@@ -241,6 +241,24 @@ except ValueError as err:
 # 3. Worker 1's process is killed. Why can async finish the run, and sync not?
 # 4. Why does `asyncps.launch` refuse a non-loopback `MASTER_ADDR` unless you pass `--allow-remote`?
 #
+# <details><summary>Answers</summary>
+#
+# 1. A push's staleness is the number of versions made between this worker's pull and its push,
+#    and with two workers only the other worker makes them. Stale by 1: the other worker's push
+#    landed exactly once in between (the two alternate); by 0: the other did not push in between.
+# 2. It pays the 2d of a pull and a push once per 4 gradients instead of once per gradient:
+#    4 + 2d per 4 gradients instead of 4(1 + 2d), so more gradients per time unit when d > 0. The
+#    cost is notebook 05's: the local copies drift apart between pushes and every push is the sum
+#    of gradients taken on an older version, so the loss can settle higher.
+# 3. The async server applies each push on its own and never waits for anyone, so the killed
+#    worker becomes a `Lost` event and the other two go on making the versions. Sync's barrier
+#    needs one gradient from every worker per round, and the dead one will never push again, so
+#    asyncps stops it with an error instead of waiting forever.
+# 4. torch.distributed.rpc deserialises what it receives with pickle, so anyone who can reach its
+#    ports can run code in the server or the workers. Loopback keeps the ports on this machine; a
+#    remote address must be an explicit choice, made on a trusted network only.
+# </details>
+#
 # Next: [08 · Asynchronous SGD on real digits](08-real-digits.ipynb), [the playground](playground.ipynb), or the start:
 # [00 · Start here](00-start-here.ipynb). Exercise:
 # [01 · the asynchronous push](../exercises/01-async-push.ipynb).

@@ -428,6 +428,33 @@ for phase, params in [("v0", digits(0).x0), ("trained", trained)]:
 #    would sync (which averages one gradient from each worker per version) have the same problem?
 # 5. Run `similarity(digits(0), trained, "iid", batch_size=128)`: which columns move, and why?
 #
+# <details><summary>Answers</summary>
+#
+# 1. The same lr is a different step for each policy: a sync version averages four gradients
+#    (less noise, one step per round), an async or ssp version applies one, possibly stale,
+#    gradient — the tuning table shows the stale policies' usable lr ends lower. Choosing it on
+#    seed 100, which the comparison does not use, keeps the lr from being fitted to the very seeds
+#    it is then scored on, which would flatter whichever policy got lucky there.
+# 2. The "gradients per time unit" column: the gate holds the fast workers to `max_clocks_ahead`
+#    clocks ahead of the straggler, so in the long run every worker pushes at its pace, as under
+#    sync. What ssp still does differently is apply each gradient as its own version instead of one
+#    averaged version per round — the "versions to 90 %" column.
+# 3. Far apart: with IID shards the whole-shard cosine is much higher than the two-workers one, so
+#    what separates two IID workers' minibatch gradients is mostly minibatch noise, not the split.
+#    With by-label shards the whole-shard cosine is low even without minibatch noise: the shards'
+#    own gradients disagree, so the split itself is a source of difference.
+# 4. Under async each push moves the model along one worker's shard, and worker 3 pushes a quarter
+#    as often as each of the others, with the stalest pushes: the digits only it holds get the
+#    fewest updates, and the other workers' pushes pull the model towards their own digits in
+#    between. Sync would not have this imbalance: each version averages one gradient from every
+#    shard, so every digit keeps its share of the data (a minibatch gradient of all the data, at
+#    the straggler's pace).
+# 5. The minibatch columns ("same worker" and "two workers") rise: a minibatch gradient's variance
+#    falls roughly as 1 / batch size (faster still, drawn without replacement from a shard of a few
+#    hundred images), so each one lies closer to its shard's mean gradient. The whole-shard column does not depend on the batch size and does not move; by-label
+#    shards would still disagree however large the batch.
+# </details>
+#
 # Back to [06 · Threads, processes and GPUs](06-threads-processes-gpus.ipynb) and
 # [07 · Several machines](07-several-machines.ipynb). Exercises:
 # [05 · gradient similarity](../exercises/05-gradient-similarity.ipynb) (IID versus non-IID) and
