@@ -597,6 +597,28 @@ display(Markdown(
 # 5. When is `lr_schedule="divide_by_staleness"` the same as a smaller constant lr, and why does it
 #    make the bias of non-IID shards with a straggler worse?
 #
+# <details><summary>Answers</summary>
+#
+# 1. A sync round averages one whole-shard gradient of every worker, and the mean of the shard
+#    gradients is the full-data gradient whatever the split; async applies each worker's gradient
+#    on its own, so a one-sided shard pulls the server its own way. The split costs most when a
+#    straggler makes one shard's pushes rarer: the combined row costs more than either effect alone.
+# 2. Near the optimum the full gradient is about 0. Two whole-shard gradients sum to it (twice the
+#    full gradient, for two equal shards), so they are equal and opposite: cosine −1. A minibatch
+#    gradient there is mostly sampling noise, and two independent noises are nearly orthogonal.
+# 3. Stale by N − 1 = 2 versions (each of the other two pushes once between a pull and a push). On
+#    the quadratic with curvature 1 it converges for lr < 2 sin(π/(2(2τ+1))) with τ = 2, that is
+#    2 sin(π/10) ≈ 0.618 (the stability cell measures it).
+# 4. A sync step averages four gradients into one step of size lr, so at an lr that suits async, sync
+#    moves about four times too slowly; the fair race gives each policy its own best lr. Then async
+#    wins only with the straggler (sync waits for it) and loses without one, as the ten-seed table
+#    shows.
+# 5. When every push has the same staleness s (equal workers in lockstep): then it is the constant
+#    lr / (s + 1). With a straggler the stalest pushes are the straggler's, so dividing by the
+#    staleness gives its shard even less weight than the push rate already does: the server settles
+#    further towards the fast workers' data.
+# </details>
+#
 # Next: [04 · Stale Synchronous Parallel (SSP)](04-stale-synchronous-parallel.ipynb). Exercises:
 # [04 · the staleness-aware lr](../exercises/04-staleness-lr.ipynb) (where async diverges on the
 # delayed quadratic) and [05 · gradient similarity](../exercises/05-gradient-similarity.ipynb)
