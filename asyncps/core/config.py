@@ -107,7 +107,7 @@ class RunConfig:
         on_gpu = any(d != "cpu" for d in self.devices) or (not self.devices and self.device == "cuda")
         if not self.lock and (self.engine != "threads" or self.policy.name != "async" or on_gpu):
             raise ValueError(f"lock=False is not allowed with engine={self.engine!r}, policy="
-                             f"{self.policy.name!r}, device={self.device!r}: lock-free (Hogwild) "
+                             f"{self.policy.name!r}, device={self.device!r}: lock-free (Hogwild-style) "
                              f"updates are offered for engine='threads', policy='async' on the CPU only")
         if self.engine != "rpc" and (self.address != LOOPBACK or self.allow_remote):
             raise TypeError(f"address={self.address!r} and allow_remote={self.allow_remote!r} are "

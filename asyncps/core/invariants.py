@@ -6,7 +6,7 @@
 3. under ssp with threshold s (max_clocks_ahead), a worker starts an iteration (pulls)
    at most s clocks ahead of the slowest live worker;
 4. there is one loss per version.
-A Hogwild trace (meta lock=False) promises none of this: updates may be lost.
+A lock-free trace (meta lock=False) promises none of this: updates may be lost.
 """
 
 

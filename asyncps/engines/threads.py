@@ -2,9 +2,11 @@
 
 Every call a worker makes on the server runs under one lock, and the barrier
 and SSP gate wait on a condition variable tied to it, so no update is ever
-lost. `lock=False` (async only) is Hogwild (Recht et al. 2011): pulls and
-pushes run without the lock, so two pushes may interleave and one may be
-lost — allowed by design, never the default.
+lost. `lock=False` (async only) drops the lock, as Hogwild does (Recht et al.
+2011): pulls and pushes run without it, so two pushes may interleave and one
+may be lost — allowed by design, never the default. It is not Hogwild's
+setting: Hogwild assumes sparse gradients and atomic per-coordinate adds (no
+write is lost, reads may be inconsistent); here updates are dense numpy writes.
 
 Gradients are computed outside the lock, in parallel (numpy and torch release
 the GIL in their kernels).

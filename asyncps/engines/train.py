@@ -56,7 +56,7 @@ def train(problem, resume=None, **arguments):
     engine     "threads" | "processes" | "rpc" (torch.distributed on 127.0.0.1 unless told otherwise)
     device     "cpu" | "cuda" (worker k on cuda:(k % device_count)) | "auto"
     slowdown   extra seconds each worker sleeps per gradient, e.g. [0, 0, 0, 0.02]
-    lock       False: Hogwild, lock-free updates that may lose some (threads, async, cpu only)
+    lock       False: lock-free (dense, non-atomic) updates that may lose some (threads, async, cpu)
     timeout    seconds without any progress before the run fails instead of hanging
     resume     a path (or Run) saved by run.save or a checkpoint: continue from its version
     checkpoint a path: save the run there atomically every `checkpoint_every` versions
