@@ -6,7 +6,7 @@ the server, the worker loop and every engine read what they need from it, and `t
 written once, by `config.meta(problem_name)`. Nothing below the entry points takes the run's
 arguments one by one.
 """
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, fields, replace
 
 from . import checks, hooks
 from .policies import Policy, lr_schedule as schedule_of, make_policy, schedule_name
@@ -59,7 +59,6 @@ class RunConfig:
     allow_remote: bool = False
     devices: tuple = ()               # set by train once the device is resolved
     launcher: str | None = None       # set by asyncps.launch
-    lr_schedule_name: str = field(init=False, repr=False, compare=False, default="constant")
 
     def __post_init__(self):
         def put(name, value):
@@ -81,7 +80,6 @@ class RunConfig:
         hooks.check(apply=self.apply, average=self.average, gate=self.gate, momentum=self.momentum,
                     policy=self.policy)
         put("lr_schedule", schedule_of(self.lr_schedule))
-        put("lr_schedule_name", schedule_name(self.lr_schedule))
         put("momentum", checks.real("momentum", self.momentum, minimum=0.0, below=1.0))
         put("loss_every", checks.integer("loss_every", self.loss_every, minimum=1))
         if self.engine == "simulate":
@@ -132,7 +130,7 @@ class RunConfig:
         """What `trace.meta` says about the run (and the problem's name and dtype): written once."""
         meta = {"workers": self.workers, "policy": self.policy.name,
                 "max_clocks_ahead": self.max_clocks_ahead, "lr": self.lr,
-                "lr_schedule": self.lr_schedule_name, "momentum": self.momentum,
+                "lr_schedule": schedule_name(self.lr_schedule), "momentum": self.momentum,
                 "partition": self.partition, "batch_size": self.batch_size,
                 "fetch_every": self.fetch_every, "push_every": self.push_every, "seed": self.seed,
                 "problem": problem, "dtype": dtype, "engine": self.engine,
@@ -150,7 +148,7 @@ class RunConfig:
 
 def argument_names(entry):
     """The keyword arguments of `simulate` or `train`: RunConfig's fields, minus the other's."""
-    skip = set(SET_BY_ENTRY_POINTS) | {"lr_schedule_name"}
+    skip = set(SET_BY_ENTRY_POINTS)
     skip |= set(TRAIN_ONLY) if entry == "simulate" else set(SIMULATE_ONLY)
     return [f.name for f in fields(RunConfig) if f.init and f.name not in skip]
 

@@ -114,8 +114,7 @@ class TorchProblem(Problem):
             return self
         moved = copy.copy(self)
         moved.device, moved._tensors, moved._last, moved._replicas = str(device), None, None, None
-        moved.model = copy.deepcopy(self.model).to(device)
-        return moved
+        return moved                         # each thread's replica is copied to the device
 
     def __getstate__(self):                     # tensors and replicas are rebuilt where it is unpickled
         return {**self.__dict__, "_tensors": None, "_last": None, "_replicas": None}
