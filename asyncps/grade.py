@@ -1,6 +1,6 @@
 """Grade a student's assignment notebook without nbgrader.
 
-    python -m asyncps.grade exercises/01-async-push.ipynb [--solutions solutions/] [--timeout 120]
+    python -m asyncps.grade exercises/02-async-push.ipynb [--solutions solutions/] [--timeout 120]
 
 The student's notebook runs top to bottom with every graded test cell replaced by the
 solution's version of it (the visible tests *and* the hidden ones, which the student copy does

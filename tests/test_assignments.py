@@ -15,42 +15,54 @@ from asyncps.assignments import MARKERS, generate
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS, EXERCISES = ROOT / "solutions", ROOT / "exercises"
-NAMES = ["01-async-push", "02-sync-round", "03-ssp-gate", "04-staleness-lr",
-         "05-gradient-similarity", "06-local-updates"]
+# Assignment N practises lecture N (03a and 03c: the parts of lecture 03).
+NAMES = ["01-sync-round", "02-async-push", "03a-gradient-similarity", "03c-staleness-lr",
+         "04-ssp-gate", "05-local-updates", "06-real-engines", "07-several-machines"]
 
 # One deliberately wrong answer per assignment: (grade_id of the solution cell, the wrong code).
 WRONG = {
-    "01-async-push": ("async-push", '''
+    "02-async-push": ("async-push", '''
 def async_push(params, version, grad, computed_on, lr):
     # wrong: as if the gradient were applied to the version it was computed on
     return params - lr * grad, computed_on + 1, 0
 '''),
-    "02-sync-round": ("average", '''
+    "01-sync-round": ("average", '''
 def average(grads, workers):
     # wrong: no barrier, the first gradient goes through at once
     return sum(grads.values()) / len(grads)
 '''),
-    "03-ssp-gate": ("ssp-gate", '''
+    "04-ssp-gate": ("ssp-gate", '''
 def gate(clock, clocks, bound):
     # wrong: off by one, a worker exactly s ahead is held back
     return clock - min(clocks) < bound
 '''),
-    "04-staleness-lr": ("staleness-lr", '''
+    "03c-staleness-lr": ("staleness-lr", '''
 def staleness_lr(lr, staleness):
     # wrong: divides by the staleness, not by staleness + 1
     return lr / staleness if staleness else lr
 '''),
-    "05-gradient-similarity": ("cosine", '''
+    "03a-gradient-similarity": ("cosine", '''
 def cosine(a, b):
     # wrong: not divided by |b|
     return float(np.dot(a, b) / np.linalg.norm(a))
 '''),
-    "06-local-updates": ("drift", '''
+    "05-local-updates": ("drift", '''
 def drift(copies):
     # wrong: the mean distance, not the largest
     distances = [float(np.linalg.norm(copies[i] - copies[j]))
                  for i in range(len(copies)) for j in range(i + 1, len(copies))]
     return float(np.mean(distances)) if distances else 0.0
+'''),
+    "06-real-engines": ("predicted-speedup", '''
+def predicted_speedup(compute_times):
+    # wrong: the ratio of the slowest to the mean compute time, not of the rates
+    times = np.asarray(compute_times, dtype=float)
+    return float(times.max() / times.mean())
+'''),
+    "07-several-machines": ("gradients-per-time", '''
+def gradients_per_time(workers, compute, comm_delay, push_every=1):
+    # wrong: one message per iteration, not a pull and a push
+    return workers * push_every / (push_every * compute + comm_delay)
 '''),
 }
 
@@ -156,9 +168,9 @@ def test_the_grader_command_line(tmp_path):
                                        capture_output=True, text=True, timeout=180)
     missing = run(str(tmp_path / "nope.ipynb"))
     assert missing.returncode == 2 and "no such file" in missing.stderr
-    full = run(str(SOLUTIONS / "01-async-push.ipynb"))
+    full = run(str(SOLUTIONS / "02-async-push.ipynb"))
     assert full.returncode == 0 and "total" in full.stdout and "4 / 4" in full.stdout
-    zero = run(str(EXERCISES / "01-async-push.ipynb"))
+    zero = run(str(EXERCISES / "02-async-push.ipynb"))
     assert zero.returncode == 1 and "0 / 4" in zero.stdout
     bad = tmp_path / "broken.ipynb"
     bad.write_text("{not json")

@@ -1,5 +1,6 @@
 """What notebook 03 teaches, checked fast: each assertion is a measured result that could come out
-the other way (see notebooks/src/03-does-it-still-converge.py)."""
+the other way (see notebooks/src/03a-similar-gradients.py,
+03b-more-iterations.py and 03c-staleness-and-the-lr.py)."""
 import math
 
 import numpy as np

@@ -12,7 +12,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
-LECTURE = ["00-start-here", "01-synchronous-ps", "02-asynchronous-ps", "03-does-it-still-converge",
+LECTURE = ["00-start-here", "01-synchronous-ps", "02-asynchronous-ps", "03a-similar-gradients",
+           "03b-more-iterations", "03c-staleness-and-the-lr",
            "04-stale-synchronous-parallel", "05-local-updates", "06-threads-processes-gpus",
            "07-several-machines", "08-real-digits", "09-bias-momentum-allreduce"]
 ALL = LECTURE + ["playground"]
@@ -78,3 +79,34 @@ def test_slides_build(tmp_path):
     html = (tmp_path / "02-asynchronous-ps.slides.html").read_text()
     slides = sum(c.metadata["slideshow"]["slide_type"] == "slide" for c in load("02-asynchronous-ps").cells)
     assert html.count("<section") >= slides > 5
+
+
+# Numbers a Markdown cell may state although no cell measures them: settings, and constants of
+# theory derived in the sentence that states them. Measured numbers are rendered by their cell.
+THEORY = {"0.618": "2 sin(π/10), the delay bound for τ = 2",
+          "0.875": "1 − 1/N for N = 8, Mitliagkas et al.'s implicit momentum",
+          "0.006": "a target loss: a setting (the cell prints the minimum beside it)"}
+MEASURED = re.compile(r"(?<![\w.])(\d+\.\d{3,})(?![\w.])"            # 0.9811: a measurement's precision
+                      r"|(?<![\w.])(\d+(?:\.\d+)?) ?× (?:faster|sooner|speed)")   # 15× faster: an outcome
+
+
+@pytest.mark.parametrize("folder", ["notebooks", "solutions"])
+def test_no_markdown_cell_states_a_measured_number(folder):
+    """Prose that quotes a measurement goes stale when a learner changes a setting: such numbers
+    are rendered by the cell that computes them (display(Markdown(f"..."))), never typed."""
+    found = []
+    for path in sorted((ROOT / folder).glob("*.ipynb")):
+        for cell in nbformat.read(path, 4).cells:
+            if cell.cell_type != "markdown":
+                continue
+            text = re.sub(r"`[^`]*`", "", cell.source)           # code spans: settings, not results
+            for match in MEASURED.finditer(text):
+                number = match.group(1) or match.group(2)
+                if number not in THEORY:
+                    found.append(f"{path.name}: {match.group(0)!r} in {cell.source[:60]!r}")
+    assert found == [], "typed measurements (render them from the cell instead):\n" + "\n".join(found)
+
+
+def test_the_measured_number_check_can_fail():
+    text = "Async wins by 15× faster; the cosine is 0.9811, lr 0.05."
+    assert [m.group(0) for m in MEASURED.finditer(text)] == ["15× faster", "0.9811"]

@@ -53,7 +53,9 @@ for push in run.trace.pushes[:4]:
 # |---|---|
 # | `01-synchronous-ps` | what is a parameter server; what does the barrier cost? |
 # | `02-asynchronous-ps` | what happens without the barrier: v0, v1 and the stale push |
-# | `03-does-it-still-converge` | "the gradients are similar" versus "more compute, more iterations" |
+# | `03a-similar-gradients` | claim A: are the workers' gradients similar? (split, batch size, phase) |
+# | `03b-more-iterations` | claim B: more compute, more iterations — each policy at its best lr |
+# | `03c-staleness-and-the-lr` | why staleness needs a smaller lr; the staleness-aware lr and its bias |
 # | `04-stale-synchronous-parallel` | SSP: between sync and async |
 # | `05-local-updates` | why can't a worker just update its own copy? |
 # | `06-threads-processes-gpus` | the same algorithms on real threads and processes |
@@ -69,4 +71,7 @@ for push in run.trace.pushes[:4]:
 # 3. Where would you look in `run.trace` to find every stale push?
 #
 # Next: [01 · The synchronous parameter server](01-synchronous-ps.ipynb). Assignments live in
-# `../exercises/` (start with [01 · the asynchronous push](../exercises/01-async-push.ipynb)).
+# `../exercises/`, numbered after the lecture they practise: [01 · the synchronous
+# round](../exercises/01-sync-round.ipynb) goes with lecture 01, [02 · the asynchronous
+# push](../exercises/02-async-push.ipynb) with 02, 03a and 03c with the parts of 03, and so on;
+# each lecture's last cell links its own.

@@ -188,5 +188,5 @@ widgets.HBox([slowdown, answer])
 #    shrinks with N — compare the two time columns of the table (and a straggler would, too).
 # </details>
 #
-# Exercise: [02 · the synchronous round](../exercises/02-sync-round.ipynb) — write the barrier and
+# Assignment: [01 · the synchronous round](../exercises/01-sync-round.ipynb) — write the barrier and
 # the averaging yourself. Next: [02 · The asynchronous parameter server](02-asynchronous-ps.ipynb).

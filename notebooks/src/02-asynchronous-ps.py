@@ -161,7 +161,7 @@ rate = len(slow.trace.pushes) / slow.trace.pushes[-1].time
 display(Markdown(
     f"Asynchrony turned the barrier's idle time into work: {rate:.2f} gradients per time unit "
     f"instead of 1. The bill arrives as staleness — the straggler's gradients are on average "
-    f"{np.mean(by_worker[3]):.1f} versions old. Notebook 03 asks whether that bill is worth paying."))
+    f"{np.mean(by_worker[3]):.1f} versions old. Notebooks 03a–03c ask whether that bill is worth paying."))
 
 # %% [markdown] slide
 # ## Try it: staleness versus the number of workers
@@ -213,5 +213,6 @@ widgets.VBox([workers, picture])
 #    and the histogram's far bar show.
 # </details>
 #
-# Exercise: [01 · the asynchronous push](../exercises/01-async-push.ipynb) — write the push yourself
-# and watch it in the Timeline. Next: [03 · Does it still converge?](03-does-it-still-converge.ipynb)
+# Assignment: [02 · the asynchronous push](../exercises/02-async-push.ipynb) — write the push
+# yourself and watch it in the Timeline. Next: [03a · Does it still converge? Claim A: similar
+# gradients](03a-similar-gradients.ipynb)

@@ -517,5 +517,5 @@ print(answer.value)
 #    pulled sees each other worker push at most s + 1 times: (N − 1)(s + 1) = 5 · 3 = 15 versions.
 # </details>
 #
-# Exercise: [03 · the SSP gate](../exercises/03-ssp-gate.ipynb) — write the gate yourself.
+# Assignment: [04 · the SSP gate](../exercises/04-ssp-gate.ipynb) — write the gate yourself.
 # Next: [05 · Local updates](05-local-updates.ipynb).

@@ -390,5 +390,5 @@ print(answer.value)
 #    permuted), and the average of two good networks can be a bad one.
 # </details>
 #
-# Exercise: [06 · local updates](../exercises/06-local-updates.ipynb) — push_every, periodic
+# Assignment: [05 · local updates](../exercises/05-local-updates.ipynb) — push_every, periodic
 # averaging and drift. Next: [06 · Threads, processes and GPUs](06-threads-processes-gpus.ipynb).

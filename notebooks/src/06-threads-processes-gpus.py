@@ -272,5 +272,6 @@ else:
 #    gradient was computed (lock-free updates are CPU-only).
 # </details>
 #
-# Next: [07 · Several machines](07-several-machines.ipynb). Exercise:
-# [01 · the asynchronous push](../exercises/01-async-push.ipynb).
+# Next: [07 · Several machines](07-several-machines.ipynb). Assignment:
+# [06 · real engines](../exercises/06-real-engines.ipynb) — staleness by worker and the predicted
+# speed-up, checked on real threads.

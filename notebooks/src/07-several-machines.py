@@ -260,5 +260,6 @@ except ValueError as err:
 # </details>
 #
 # Next: [08 · Asynchronous SGD on real digits](08-real-digits.ipynb), [the playground](playground.ipynb), or the start:
-# [00 · Start here](00-start-here.ipynb). Exercise:
-# [01 · the asynchronous push](../exercises/01-async-push.ipynb).
+# [00 · Start here](00-start-here.ipynb). Assignment:
+# [07 · several machines](../exercises/07-several-machines.ipynb) — what a message costs, predicted
+# and measured on threads, processes and rpc.

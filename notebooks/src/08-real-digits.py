@@ -2,7 +2,7 @@
 # # 08 · Asynchronous SGD on real digits
 #
 # **Learning goals**
-# - rerun the debate of notebook 03 — "the gradients on each node are similar" (A) versus "more
+# - rerun the debate of notebooks 03a–03c — "the gradients on each node are similar" (A) versus "more
 #   compute, more iterations" (B) — on a real network (a small CNN) and real data (handwritten
 #   digits);
 # - compare sync, async and ssp by the time to 90 % test accuracy, each at its own best lr, over
@@ -456,8 +456,8 @@ for phase, params in [("v0", digits(0).x0), ("trained", trained)]:
 # </details>
 #
 # Back to [06 · Threads, processes and GPUs](06-threads-processes-gpus.ipynb) and
-# [07 · Several machines](07-several-machines.ipynb). Exercises:
-# [05 · gradient similarity](../exercises/05-gradient-similarity.ipynb) (IID versus non-IID) and
-# [04 · the staleness-aware lr](../exercises/04-staleness-lr.ipynb).
+# [07 · Several machines](07-several-machines.ipynb). Assignments:
+# [03a · gradient similarity](../exercises/03a-gradient-similarity.ipynb) (IID versus non-IID) and
+# [03c · the staleness-aware lr](../exercises/03c-staleness-lr.ipynb).
 #
 # Next: [09 · Where asynchrony costs: bias, implicit momentum, and all-reduce](09-bias-momentum-allreduce.ipynb).

@@ -206,6 +206,6 @@ display(Markdown(
 #    25M parameters.
 # </details>
 #
-# Back to: [03 · Does it still converge?](03-does-it-still-converge.ipynb) ·
-# [04 · Stale Synchronous Parallel](04-stale-synchronous-parallel.ipynb) · Exercise:
-# [04 · the staleness-aware lr](../exercises/04-staleness-lr.ipynb).
+# Back to: [03c · Why staleness needs a smaller lr](03c-staleness-and-the-lr.ipynb) ·
+# [04 · Stale Synchronous Parallel](04-stale-synchronous-parallel.ipynb) · Assignment:
+# [03c · the staleness-aware lr](../exercises/03c-staleness-lr.ipynb).

@@ -1,5 +1,5 @@
 # %% [markdown]
-# # Assignment 1 · The asynchronous push
+# # Assignment 2 · The asynchronous push
 #
 # In an asynchronous parameter server a worker pulls the parameters at version `computed_on`,
 # computes a gradient, and pushes it. By then the server may have moved on. You will write the
@@ -17,7 +17,7 @@ import asyncps as aps
 quadratic = aps.problems.Quadratic(curvature=[1.0, 4.0], x0=[1.0, 1.0])
 
 # %% [markdown]
-# ## Task 1.1 · the push
+# ## Task 2.1 · the push
 # Write `async_push(params, version, grad, computed_on, lr)`. The server is at `version` with
 # parameters `params`; a worker pushes `grad`, computed on version `computed_on`. Return a tuple
 # `(new_params, new_version, staleness)`:
@@ -27,7 +27,7 @@ quadratic = aps.problems.Quadratic(curvature=[1.0, 4.0], x0=[1.0, 1.0])
 # - `staleness` is how many versions the server moved between the pull and this push.
 # Do not change `params` in place: return new arrays.
 
-# %% solution id=async-push task="Task 1.1: the asynchronous push"
+# %% solution id=async-push task="Task 2.1: the asynchronous push"
 def async_push(params, version, grad, computed_on, lr):
     """Apply `grad`, computed on version `computed_on`, to the server's parameters at `version`."""
     ### BEGIN SOLUTION
@@ -65,13 +65,13 @@ display(timeline)
 print(timeline.state)
 
 # %% [markdown]
-# ## Task 1.2 · the same run as the built-in server?
+# ## Task 2.2 · the same run as the built-in server?
 # A correct push reproduces the built-in server exactly: the same trace, event for event.
 # Write `same_as_builtin(run)` that returns `True` when `run.trace` equals the trace of the same
 # `aps.simulate` call without `apply=` (hint: `run.trace.to_json()` compares exactly; the run's
 # arguments are in `run.trace.meta`, but here you may simply re-run the call above).
 
-# %% solution id=same-as-builtin task="Task 1.2: compare with the built-in server"
+# %% solution id=same-as-builtin task="Task 2.2: compare with the built-in server"
 def same_as_builtin(run):
     ### BEGIN SOLUTION
     builtin = aps.simulate(quadratic, workers=2, policy="async", lr=0.1, steps=8,

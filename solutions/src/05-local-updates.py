@@ -1,5 +1,5 @@
 # %% [markdown]
-# # Assignment 6 · Local updates and periodic averaging
+# # Assignment 5 · Local updates and periodic averaging
 #
 # In Downpour SGD (Dean et al. 2012) a worker does not push after every gradient: it applies each
 # gradient to its **own local copy** of the parameters and pushes the sum of its last n gradients
@@ -16,18 +16,19 @@
 
 # %%
 import numpy as np
+from IPython.display import Markdown, display
 
 import asyncps as aps
 
 problem = aps.problems.LeastSquares(n=512, dim=10, seed=0)
 
 # %% [markdown]
-# ## Task 6.1 · the drift of the local copies
+# ## Task 5.1 · the drift of the local copies
 # Write `drift(copies)`: `copies` is a list of parameter vectors (numpy arrays of the same shape),
 # one per worker. Return the **largest** Euclidean distance between any two of them, as a Python
 # `float` (0.0 when there is only one copy).
 
-# %% solution id=drift task="Task 6.1: the drift of the local copies"
+# %% solution id=drift task="Task 5.1: the drift of the local copies"
 def drift(copies):
     """The largest Euclidean distance between any two copies (0.0 for a single copy)."""
     ### BEGIN SOLUTION
@@ -54,11 +55,11 @@ assert drift(same) == 0.0
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# ## Task 6.2 · what periodic averaging computes
+# ## Task 5.2 · what periodic averaging computes
 # Write `average_copies(copies)`: the mean of the copies, entry by entry — one parameter vector of
 # the same shape as each copy.
 
-# %% solution id=average-copies task="Task 6.2: the average of the copies"
+# %% solution id=average-copies task="Task 5.2: the average of the copies"
 def average_copies(copies):
     """The mean of the workers' copies: one parameter vector."""
     ### BEGIN SOLUTION
@@ -108,7 +109,7 @@ print("the server's last version is the average of the copies:",
       bool(np.allclose(average_copies(run.worker_params), run.params, rtol=0, atol=1e-12)))
 
 # %% [markdown]
-# ## Task 6.3 · drift after 100 local steps
+# ## Task 5.3 · drift after 100 local steps
 # Write `drift_after(push_every, partition)`: make one run in which **every worker makes 100 local
 # steps** (100 gradients), and return `drift(run.worker_params)`. The settings:
 # - `push_every=None` (no server: never push):
@@ -121,7 +122,7 @@ print("the server's last version is the average of the copies:",
 # `partition` is `"iid"` (shuffled, equal shards) or `"sorted"` (the examples sorted by their
 # target `b` before the split: each worker sees one range of targets, non-IID).
 
-# %% solution id=drift-after task="Task 6.3: drift after 100 local steps"
+# %% solution id=drift-after task="Task 5.3: drift after 100 local steps"
 def drift_after(push_every, partition):
     """Drift of the 4 local copies after 100 local steps each, pushing every `push_every` steps."""
     ### BEGIN SOLUTION
@@ -153,7 +154,7 @@ for part in ("iid", "sorted"):
 
 # %% [markdown]
 # ## The table
-# The same runs as in Task 6.3. For each: the drift, the loss of the averaged copy
+# The same runs as in Task 5.3. For each: the drift, the loss of the averaged copy
 # (`problem.loss(average_copies(...))`, what periodic averaging would give the server), and the loss
 # of the worst single copy (what the unluckiest worker holds). The smallest loss this problem can
 # reach is printed first.
@@ -162,16 +163,17 @@ for part in ("iid", "sorted"):
 best = np.linalg.lstsq(problem.A, problem.b, rcond=None)[0]
 print(f"smallest loss: {problem.loss(best):.4f}   loss at v0: {problem.loss(problem.x0):.4f}")
 print("partition  push_every   drift   loss of the average   worst copy")
-RUNS = {None: dict(policy="async", steps=100),       # push_every: the settings of Task 6.3
+RUNS = {None: dict(policy="async", steps=100),       # push_every: the settings of Task 5.3
         10: dict(policy="sync", steps=10), 5: dict(policy="sync", steps=20),
         1: dict(policy="sync", steps=100)}
+rows = {}
 for partition in ["iid", "sorted"]:
     for push_every, settings in RUNS.items():
         copies = aps.simulate(problem, workers=4, lr=0.05, push_every=push_every, partition=partition,
                               **settings).worker_params
-        worst = max(problem.loss(c) for c in copies)
-        print(f"{partition:>9}  {str(push_every):>10}  {drift(copies):6.4f}   "
-              f"{problem.loss(average_copies(copies)):19.4f}   {worst:10.4f}")
+        row = rows[partition, push_every] = (drift(copies), problem.loss(average_copies(copies)),
+                                             max(problem.loss(c) for c in copies))
+        print(f"{partition:>9}  {str(push_every):>10}  {row[0]:6.4f}   {row[1]:19.4f}   {row[2]:10.4f}")
 
 # %% [markdown]
 # Without a server nothing reaches it: the server never moves from v0.
@@ -179,8 +181,9 @@ for partition in ["iid", "sorted"]:
 # %%
 alone = aps.simulate(problem, workers=4, policy="async", lr=0.05, steps=100, push_every=None,
                      partition="sorted")
+alone_server_loss = alone.losses[-1]
 print(f"pushes {len(alone.trace.pushes)}, pulls {len(alone.trace.pulls)}, "
-      f"server versions {len(alone.losses) - 1}, server loss {alone.losses[-1]:.4f}")
+      f"server versions {len(alone.losses) - 1}, server loss {alone_server_loss:.4f}")
 
 # %% [markdown]
 # ## Where are the lone copies heading?
@@ -188,66 +191,81 @@ print(f"pushes {len(alone.trace.pushes)}, pulls {len(alone.trace.pulls)}, "
 # (least squares on that shard alone), and the no-server copies after more local steps:
 
 # %%
+minima, lone = {}, {}
 for partition in ["iid", "sorted"]:
     shards = problem.shards(4, partition, 0)
-    minima = [np.linalg.lstsq(problem.A[s], problem.b[s], rcond=None)[0] for s in shards]
-    print(f"{partition:>6}: the 4 shard minima: drift {drift(minima):.4f}, "
-          f"worst loss {max(problem.loss(m) for m in minima):.4f}")
+    optima = [np.linalg.lstsq(problem.A[s], problem.b[s], rcond=None)[0] for s in shards]
+    minima[partition] = drift(optima), max(problem.loss(m) for m in optima)
+    print(f"{partition:>6}: the 4 shard minima: drift {minima[partition][0]:.4f}, "
+          f"worst loss {minima[partition][1]:.4f}")
 for steps in [100, 200, 400, 800]:
     alone = aps.simulate(problem, workers=4, policy="async", lr=0.05, steps=steps, push_every=None,
                          partition="sorted")
-    print(f"sorted, no server, {steps:3d} local steps: drift {drift(alone.worker_params):.4f}, "
-          f"worst copy {max(problem.loss(c) for c in alone.worker_params):.4f}")
+    lone[steps] = drift(alone.worker_params), max(problem.loss(c) for c in alone.worker_params)
+    print(f"sorted, no server, {steps:3d} local steps: drift {lone[steps][0]:.4f}, "
+          f"worst copy {lone[steps][1]:.4f}")
 
 # %% [markdown]
 # ## Shards that disagree
 # Least squares is kind: every shard's data come from the same linear model with little noise, so
-# every shard's minimum is nearly the global one. (With `noise=1.0`, as in lecture 05, the 4 sorted
-# shard minima are 1.2908 apart instead of 0.0595.) A classifier with one class per worker is not:
+# every shard's minimum is nearly the global one (with `noise=1.0`, as in lecture 05, the sorted
+# shard minima lie much further apart). A classifier with one class per worker is not:
 # a small MLP (4 classes, `by_label` shards), lr 0.5, with no server and with averaging after every
 # step. `mlp.accuracy(params)` is the fraction of all examples classified right.
 
 # %%
 mlp = aps.problems.MLP(n=512, dim=16, hidden=32, classes=4, seed=0)
+averaged = aps.simulate(mlp, workers=4, policy="sync", lr=0.5, steps=200, push_every=1,
+                        partition="by_label")
+classifiers = {}
 for steps in [50, 200]:
     alone = aps.simulate(mlp, workers=4, policy="async", lr=0.5, steps=steps, push_every=None,
                          partition="by_label")
+    classifiers[steps] = drift(alone.worker_params), max(mlp.accuracy(c) for c in alone.worker_params)
     accuracy = ", ".join(f"{mlp.accuracy(c):.4f}" for c in alone.worker_params)
     print(f"no server, {steps:3d} local steps: drift {drift(alone.worker_params):.4f}, "
           f"accuracy of each copy: {accuracy}")
-averaged = aps.simulate(mlp, workers=4, policy="sync", lr=0.5, steps=200, push_every=1,
-                        partition="by_label")
 print(f"push_every=1, 200 steps:     drift {drift(averaged.worker_params):.4f}, "
       f"accuracy of the server's version: {mlp.accuracy(averaged.params):.4f}")
 
 # %% [markdown]
 # ## Conclusion: why can't a worker just update its own copy?
-# - **Its copy learns only from its own shard.** After 100 local steps without a server, the
-#   copies of the sorted shards are 1.0130 apart, the worst of them has loss 0.5170 — about 100×
-#   the smallest loss, 0.0049 — and even their average has 0.1282. With the same 100 local steps
-#   and averaging every 10 / 5 / 1 steps, the drift is 0.0329 / 0.0145 / 0 (after every step all copies are the
-#   server's version) and the averaged
-#   copy has loss 0.0055 / 0.0052 / 0.0051: close to the minimum.
-# - **The server is where the copies meet.** Each averaging sets every copy to the mean of all of
-#   them (the server's version *is* `average_copies` of the copies), so the drift never grows past
-#   what n local steps can do, and every copy gains from the other shards' gradients. Without pushes
-#   nothing the workers learned reaches the server: it is still at v0, loss 2.4042.
-# - **With IID shards a lone copy is nearly fine — here.** Drift 0.0749, worst copy 0.0069 against
-#   0.0051 with averaging: IID shards look alike (claim A of assignment 5), so each copy goes
-#   roughly where the full gradient would take it. The server matters most with non-IID shards.
-# - **On least squares the sorted copies are slow, not lost.** Every shard's own minimum is close
-#   to the global one (the 4 shard minima are 0.0595 apart, the worst has loss 0.0054), so the lone
-#   copies do come together in the end: drift 1.0130 → 0.0605 and worst copy 0.5170 → 0.0055 from
-#   100 to 800 local steps — 8× the local steps that averaging needed, and still a little worse.
-# - **When the shards disagree, the lone copies never meet.** The MLP with one class per worker:
-#   without a server the drift is 3.3475 after 50 local steps and 3.5365 after 200, and no copy
-#   classifies more than 0.5781 of the examples right — 150 more local steps change almost nothing.
-#   Averaged after every step: drift 0 (every copy is the server's version), accuracy 1.0000.
-#
-# So a worker may update its own copy *between* pushes — that is what `push_every=n` does, and
-# n = 10 cost little here (loss of the average 0.0051 → 0.0055 with sorted shards; no change in the
-# 4th decimal with IID shards) for 10× fewer pushes — but not for ever: the server's averaging is
-# what turns the four copies into one model trained on all the data.
+# Rendered from the cells above: change a setting, rerun, and the sentences follow.
+
+# %%
+r, n, averaged_drift = rows, 10, drift(averaged.worker_params)
+display(Markdown(
+    f"- **Its copy learns only from its own shard.** After 100 local steps without a server, the "
+    f"copies of the sorted shards are {r['sorted', None][0]:.4f} apart, the worst of them has loss "
+    f"{r['sorted', None][2]:.4f} (the smallest loss is {problem.loss(best):.4f}), and even their average "
+    f"has {r['sorted', None][1]:.4f}. With the same 100 local steps and averaging every 10 / 5 / 1 steps, "
+    f"the drift is {r['sorted', 10][0]:.4f} / {r['sorted', 5][0]:.4f} / {r['sorted', 1][0]:.4f} (after "
+    f"every step all copies are the server's version) and the averaged copy has loss "
+    f"{r['sorted', 10][1]:.4f} / {r['sorted', 5][1]:.4f} / {r['sorted', 1][1]:.4f}.\n"
+    f"- **The server is where the copies meet.** Each averaging sets every copy to the mean of all of "
+    f"them (the server's version *is* `average_copies` of the copies), so the drift never grows past "
+    f"what n local steps can do, and every copy gains from the other shards' gradients. Without pushes "
+    f"nothing the workers learned reaches the server: it is still at v0, loss {alone_server_loss:.4f}.\n"
+    f"- **With IID shards a lone copy is nearly fine — here.** Drift {r['iid', None][0]:.4f}, worst "
+    f"copy {r['iid', None][2]:.4f} against {r['iid', 1][1]:.4f} with averaging: whole-shard IID "
+    f"gradients look alike (claim A, assignment 3a), so each copy goes roughly where the full gradient "
+    f"would take it. The server matters most with non-IID shards.\n"
+    f"- **On least squares the sorted copies are slow, not lost.** Every shard's own minimum is close "
+    f"to the global one (the 4 sorted shard minima are {minima['sorted'][0]:.4f} apart, the worst has "
+    f"loss {minima['sorted'][1]:.4f}), so the lone copies come together in the end: drift "
+    f"{lone[100][0]:.4f} → {lone[800][0]:.4f} and worst copy {lone[100][1]:.4f} → {lone[800][1]:.4f} "
+    f"from 100 to 800 local steps.\n"
+    f"- **When the shards disagree, the lone copies never meet.** The MLP with one class per worker: "
+    f"without a server the drift is {classifiers[50][0]:.4f} after 50 local steps and "
+    f"{classifiers[200][0]:.4f} after 200, and no copy classifies more than {classifiers[200][1]:.4f} "
+    f"of the examples right. Averaged after every step: drift {averaged_drift:.4f}, "
+    f"accuracy {mlp.accuracy(averaged.params):.4f}.\n\n"
+    f"So a worker may update its own copy *between* pushes — that is what `push_every=n` does, and "
+    f"n = {n} cost little here (loss of the average {r['sorted', 1][1]:.4f} → {r['sorted', n][1]:.4f} "
+    f"with sorted shards, {r['iid', 1][1]:.4f} → {r['iid', n][1]:.4f} with IID shards) for {n}× fewer "
+    f"pushes — but not for ever: the server's averaging is what turns the four copies into one model "
+    f"trained on all the data. (Least squares is convex: on a non-convex model the average of copies "
+    f"that drifted far apart need not be a good model at all.)"))
 
 # %% [markdown]
 # ## Think about it (not graded)

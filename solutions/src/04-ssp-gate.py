@@ -1,5 +1,5 @@
 # %% [markdown]
-# # Assignment 3 · The SSP gate
+# # Assignment 4 · The SSP gate
 #
 # Stale Synchronous Parallel (SSP, Ho et al. 2013) sits between sync and async. Each worker has a
 # **clock**: the number of gradients it has pushed. Before a worker starts its next iteration (pull,
@@ -20,7 +20,7 @@ import asyncps as aps
 problem = aps.problems.LeastSquares(n=256, dim=5, seed=0)
 
 # %% [markdown]
-# ## Task 3.1 · the gate
+# ## Task 4.1 · the gate
 # Write `gate(clock, clocks, max_ahead)`. A worker whose clock is `clock` asks whether it may start
 # its next iteration; `clocks` is the list of every live worker's clock (its own included) and
 # `max_ahead` is the SSP threshold s (`max_clocks_ahead`: how many clocks a worker may run ahead of
@@ -29,7 +29,7 @@ problem = aps.problems.LeastSquares(n=256, dim=5, seed=0)
 # - s = 0: nobody may start clock c + 1 before everyone has finished clock c (a barrier per clock);
 # - s = ∞ (`math.inf`): the gate never closes (async).
 
-# %% solution id=ssp-gate task="Task 3.1: the SSP gate"
+# %% solution id=ssp-gate task="Task 4.1: the SSP gate"
 def gate(clock, clocks, max_ahead):
     """May a worker whose clock is `clock` start its next iteration, given all live clocks and s?"""
     ### BEGIN SOLUTION
@@ -75,7 +75,7 @@ print(timeline.state)
 print(mine.trace.waits[0])
 
 # %% [markdown]
-# ## Task 3.2 · how far ahead did a worker start?
+# ## Task 4.2 · how far ahead did a worker start?
 # The promise of SSP with threshold s (`max_clocks_ahead=s`): whenever a worker **starts** an
 # iteration, its clock is at most s ahead of the slowest worker's clock. A worker starts an
 # iteration with a pull, so you can check the promise on any trace.
@@ -87,7 +87,7 @@ print(mine.trace.waits[0])
 # Only the gap **at a pull** counts: a worker that pushed and now waits at the gate has not
 # started anything. (Simulated runs have no Lost events; you may ignore them.)
 
-# %% solution id=clock-gap task="Task 3.2: the largest clock gap"
+# %% solution id=clock-gap task="Task 4.2: the largest clock gap"
 def largest_clock_gap(trace):
     """The largest (puller's clock - smallest clock) over all Pull events of `trace`."""
     ### BEGIN SOLUTION

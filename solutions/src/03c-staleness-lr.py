@@ -1,5 +1,5 @@
 # %% [markdown]
-# # Assignment 4 · The staleness-aware learning rate
+# # Assignment 3c · The staleness-aware learning rate
 #
 # In an asynchronous server a gradient computed on version `computed_on` is applied to version
 # `applied_to`; it is stale by `staleness = applied_to - computed_on` versions. Zhang et al. (2016)
@@ -7,13 +7,14 @@
 # it into the real server, and then measure on the delayed quadratic at which lr async with N
 # workers stops converging — with a constant lr, with your staleness-aware lr, and against sync.
 #
-# Lecture notebook: `notebooks/03-does-it-still-converge.ipynb`. Run every cell from the top; a
+# Lecture notebook: `notebooks/03c-staleness-and-the-lr.ipynb`. Run every cell from the top; a
 # cell that says `NotImplementedError` is waiting for your code.
 
 # %%
 import math
 
 import numpy as np
+from IPython.display import Markdown, display
 
 import asyncps as aps
 
@@ -23,11 +24,11 @@ LRS = np.round(np.arange(0.05, 2.01, 0.05), 2)          # 0.05, 0.10, ..., 2.00
 WORKERS = [1, 2, 4, 8]
 
 # %% [markdown]
-# ## Task 4.1 · the rate
+# ## Task 3c.1 · the rate
 # Write `staleness_lr(lr, staleness)`: the learning rate the server uses for a push that is stale
 # by `staleness` versions, `lr / (staleness + 1)`. A fresh gradient (staleness 0) gets the full lr.
 
-# %% solution id=staleness-lr task="Task 4.1: the staleness-aware lr"
+# %% solution id=staleness-lr task="Task 3c.1: the staleness-aware lr"
 def staleness_lr(lr, staleness):
     """The step size for a gradient that is `staleness` versions stale."""
     ### BEGIN SOLUTION
@@ -73,7 +74,7 @@ for push in mine.trace.pushes[:4]:
           f"stale by {push.staleness} -> rate {staleness_lr(0.9, push.staleness):.4f}")
 
 # %% [markdown]
-# ## Task 4.2 · does it converge?
+# ## Task 3c.2 · does it converge?
 # Write `converges(lr, workers, policy, lr_schedule="constant")`. Run
 #
 # `aps.simulate(quad, workers=workers, policy=policy, lr=lr, lr_schedule=lr_schedule, steps=400)`
@@ -82,7 +83,7 @@ for push in mine.trace.pushes[:4]:
 # diverge (`run.diverged` is False) **and** its last loss `run.losses[-1]` is below `1e-6`;
 # otherwise `False`. Keep these settings exactly: the tests compare with them.
 
-# %% solution id=converges task="Task 4.2: does it converge?"
+# %% solution id=converges task="Task 3c.2: does it converge?"
 def converges(lr, workers, policy, lr_schedule="constant"):
     """True when 400 versions of `policy` with `workers` workers bring the quadratic below 1e-6."""
     ### BEGIN SOLUTION
@@ -113,14 +114,14 @@ for lr, workers in ((0.05, 8), (1.3, 8), (1.5, 8), (1.6, 4), (1.7, 4)):
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# ## Task 4.3 · the largest stable lr
+# ## Task 3c.3 · the largest stable lr
 # Write `largest_stable_lr(workers, policy, lrs, lr_schedule="constant")`: the largest lr in the
 # list `lrs` for which `converges(lr, workers, policy, lr_schedule)` is `True`, or `None` if there is
 # none. `lrs` need not be sorted, and the lrs that converge need not be next to each other (a very
 # small lr may be too slow to get below 1e-6 in 400 versions). Tip: try the largest lr first and stop
 # at the first one that converges — it saves many runs.
 
-# %% solution id=largest-stable-lr task="Task 4.3: the largest stable lr"
+# %% solution id=largest-stable-lr task="Task 3c.3: the largest stable lr"
 def largest_stable_lr(workers, policy, lrs, lr_schedule="constant"):
     """The largest lr in `lrs` at which `converges` holds, or None."""
     ### BEGIN SOLUTION
@@ -167,12 +168,13 @@ def cell(lr):
     return "  none" if lr is None else f"{lr:6.2f}"
 
 
+table, limits = {}, {}
 print("workers   sync  async   sync+staleness_lr  async+staleness_lr   limit 2 sin(π/(2(2τ+1)))")
 for workers in WORKERS:
-    row = [largest_stable_lr(workers, policy, LRS, schedule)
-           for schedule in ("constant", staleness_lr) for policy in ("sync", "async")]
+    row = table[workers] = [largest_stable_lr(workers, policy, LRS, schedule)
+                            for schedule in ("constant", staleness_lr) for policy in ("sync", "async")]
     tau = workers - 1
-    limit = 2 * math.sin(math.pi / (2 * (2 * tau + 1)))
+    limit = limits[workers] = 2 * math.sin(math.pi / (2 * (2 * tau + 1)))
     print(f"{workers:7d} {cell(row[0])} {cell(row[1])}   {cell(row[2]):>17}  {cell(row[3]):>18}"
           f"   {limit:24.4f}")
 
@@ -184,28 +186,37 @@ for workers in WORKERS:
 # %%
 edge = aps.simulate(quad, workers=2, policy="async", lr=1.0, steps=400)
 print("last 7 losses:", [f"{x:.4f}" for x in edge.losses[-7:]])
-smallest = min(lr for lr in LRS if converges(float(lr), 8, "async", staleness_lr))
-print(f"the smallest lr that converges with the staleness-aware lr and 8 workers: {smallest:.2f}")
 
 # %% [markdown]
 # ## What the numbers say
-# - **Sync** is stable up to lr 1.95 for every number of workers: all its gradients are fresh
-#   (staleness 0), so it has the limit of plain gradient descent, lr < 2 (at lr 2.00 x just flips
-#   sign forever). One async worker is the same as sync: nothing is ever stale.
-# - **Async with a constant lr** loses stability as workers are added: 1.95 (1 worker), 1.00
-#   (2 workers), 0.40 (4), 0.15 (8). The largest stable lr falls roughly like 1/N, as the limit
-#   2 sin(π / (2(2τ + 1))) ≈ π / (2N − 1) predicts. Two caveats, both visible above: the 1.00 for
-#   2 workers is on the limit itself — the losses cycle 0.5, 0.5, 0 with period 3, and version 400
-#   happens to be a 0, so one final loss is not proof of convergence; and for 8 workers lr 0.20 is
-#   below the limit 0.2091 but converges too slowly to reach 1e-6 in 400 versions.
-# - **Async with the staleness-aware lr** gets most of the range back: 1.90 (2 workers), 1.60 (4),
-#   1.35 (8). Every push after the first round is stale by τ, so lr / (τ + 1) is simply a constant
-#   lr scaled down by N — which is why the small lrs now fail instead (for 8 workers 0.05 and 0.10
-#   move too little in 400 versions; 0.15 is the smallest that converges).
-# - For sync the staleness-aware lr changes nothing: staleness 0 gives lr / 1.
-#
-# So the staleness-aware lr does not make async as robust as sync: it divides the lr by about N,
-# which is what you would have to do by hand with a constant lr.
+# Rendered from the table above (columns: sync, async, sync + your lr, async + your lr).
+
+# %%
+smallest = min(lr for lr in LRS if converges(float(lr), 8, "async", staleness_lr))
+print(f"the smallest lr that converges with the staleness-aware lr and 8 workers: {smallest:.2f}")
+sync, const, mine = ({w: largest[k] for w, largest in table.items()} for k in (0, 1, 3))
+slow = [lr for lr in LRS if limits[8] > lr > (const[8] or 0)]     # below the limit, yet too slow
+display(Markdown(
+    f"- **Sync** is stable up to lr {cell(min(sync.values())).strip()} for every number of workers: all "
+    f"its gradients are fresh (staleness 0), so it has the limit of plain gradient descent, lr < 2 (at "
+    f"lr 2 x just flips sign forever). One async worker is the same as sync: nothing is ever stale.\n"
+    f"- **Async with a constant lr** loses stability as workers are added: "
+    + ", ".join(f"{cell(const[w]).strip()} ({w} worker{'s' if w > 1 else ''})" for w in WORKERS)
+    + ". The largest stable lr falls roughly like 1/N, as the limit 2 sin(π / (2(2τ + 1))) ≈ "
+    f"π / (2N − 1) predicts. Two caveats, both visible above: with 2 workers lr 1.0 is on the limit "
+    f"itself ({limits[2]:.4f}), where the losses cycle with period 3 "
+    f"({', '.join(f'{x:.2f}' for x in edge.losses[-3:])}), so one final loss is not proof of "
+    f"convergence; and for 8 workers lr {', '.join(f'{lr:.2f}' for lr in slow)} "
+    f"{'is' if len(slow) == 1 else 'are'} below the limit {limits[8]:.4f} but "
+    f"{'converges' if len(slow) == 1 else 'converge'} too slowly to reach 1e-6 in 400 versions.\n"
+    f"- **Async with the staleness-aware lr** gets most of the range back: "
+    + ", ".join(f"{cell(mine[w]).strip()} ({w})" for w in WORKERS[1:])
+    + f". Every push after the first round is stale by τ, so lr / (τ + 1) is simply a constant lr "
+    f"scaled down by N — which is why the small lrs now fail instead (with 8 workers {smallest:.2f} "
+    f"is the smallest that converges).\n"
+    f"- For sync the staleness-aware lr changes nothing: staleness 0 gives lr / 1.\n\n"
+    f"So the staleness-aware lr does not make async as robust as sync: it divides the lr by about N, "
+    f"which is what you would have to do by hand with a constant lr."))
 
 # %% [markdown]
 # ## Think about it (not graded)

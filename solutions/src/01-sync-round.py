@@ -1,5 +1,5 @@
 # %% [markdown]
-# # Assignment 2 · The synchronous round
+# # Assignment 1 · The synchronous round
 #
 # In a synchronous (BSP) parameter server every worker pushes a gradient computed on the same
 # version, the server **waits at a barrier** until all of them have arrived, then applies their
@@ -16,12 +16,12 @@ import asyncps as aps
 problem = aps.problems.LeastSquares(n=256, dim=5, seed=0)
 
 # %% [markdown]
-# ## Task 2.1 · barrier and average
+# ## Task 1.1 · barrier and average
 # Write `average(grads, workers)`. `grads` maps each worker that has pushed in this round to its
 # gradient (a numpy array); `workers` is how many workers there are. Return `None` while the
 # barrier must stay closed (not everyone has pushed), and the average gradient once everyone has.
 
-# %% solution id=average task="Task 2.1: barrier and average"
+# %% solution id=average task="Task 1.1: barrier and average"
 def average(grads, workers):
     """None until all `workers` have pushed; then the mean of their gradients."""
     ### BEGIN SOLUTION
@@ -57,13 +57,13 @@ display(timeline)
 print(timeline.state)
 
 # %% [markdown]
-# ## Task 2.2 · one big batch
+# ## Task 1.2 · one big batch
 # With equal shards and whole-shard gradients, 4 synchronous workers take exactly the steps of one
 # worker doing full-batch gradient descent. Write `gap_to_one_worker(run)`: the largest absolute
 # difference between `run.params` and the parameters of a 1-worker sync run with the same
 # `problem`, `lr` and `steps` (here: `lr=0.05, steps=30`).
 
-# %% solution id=gap task="Task 2.2: one big batch"
+# %% solution id=gap task="Task 1.2: one big batch"
 def gap_to_one_worker(run):
     ### BEGIN SOLUTION
     one = aps.simulate(problem, workers=1, policy="sync", lr=0.05, steps=30)

@@ -1,5 +1,5 @@
 # %% [markdown]
-# # Assignment 5 · Gradient similarity: the debate, with numbers
+# # Assignment 3a · Gradient similarity: the debate, with numbers
 #
 # Why does asynchronous SGD still converge when the server applies a gradient computed on **v0** to
 # **v1**? Two answers come up in every lecture:
@@ -13,11 +13,13 @@
 # shards — and say where the numbers support it. The two claims are not alternatives: B (more
 # iterations, sooner) can hold with IID data too, and it is measured on its own at the end.
 #
-# Lecture notebook: `notebooks/03-does-it-still-converge.ipynb`. Run every cell from the top; a cell
-# that says `NotImplementedError` is waiting for your code.
+# Lecture notebooks: `notebooks/03a-similar-gradients.ipynb` (claim A) and
+# `notebooks/03b-more-iterations.ipynb` (claim B). Run every cell from the top; a cell that says
+# `NotImplementedError` is waiting for your code.
 
 # %%
 import numpy as np
+from IPython.display import Markdown, display
 
 import asyncps as aps
 
@@ -25,13 +27,13 @@ mlp = aps.problems.MLP(n=2048, dim=16, hidden=32, classes=4, seed=0)
 logistic = aps.problems.Logistic(n=2048, dim=10, seed=0)
 
 # %% [markdown]
-# ## Task 5.1 · the cosine similarity
+# ## Task 3a.1 · the cosine similarity
 # Write `cosine(a, b)`: the cosine of the angle between the vectors `a` and `b`,
 # a·b / (|a| |b|), as a Python `float`. It is 1 when they point the same way, 0 when they are
 # orthogonal, −1 when they are opposite, and it does not depend on their lengths.
 # (`np.dot` and `np.linalg.norm` are all you need; you may assume neither vector is zero.)
 
-# %% solution id=cosine task="Task 5.1: the cosine similarity"
+# %% solution id=cosine task="Task 3a.1: the cosine similarity"
 def cosine(a, b):
     """The cosine of the angle between vectors `a` and `b`."""
     ### BEGIN SOLUTION
@@ -56,14 +58,14 @@ for _ in range(20):
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# ## Task 5.2 · every worker's gradient at the same version
+# ## Task 3a.2 · every worker's gradient at the same version
 # Write `worker_gradients(problem, workers, partition, params, seed=0)`: the gradient each worker
 # would push if all of them pulled the same parameters `params`. Split the data with
 # `problem.shards(workers, partition, seed)` (a list: worker k's example indices), and compute
 # worker k's gradient on its **whole** shard with `problem.gradient(params, shard)`.
 # Return a list of `workers` numpy arrays, worker 0 first.
 
-# %% solution id=worker-gradients task="Task 5.2: every worker's gradient"
+# %% solution id=worker-gradients task="Task 3a.2: every worker's gradient"
 def worker_gradients(problem, workers, partition, params, seed=0):
     """Worker k's whole-shard gradient at `params`, for k = 0 .. workers - 1."""
     ### BEGIN SOLUTION
@@ -91,11 +93,11 @@ assert not np.allclose(iid0[0], iid1[0]), "the seed chooses the iid shards"
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# ## Task 5.3 · one number for "are they similar?"
+# ## Task 3a.3 · one number for "are they similar?"
 # Write `mean_pairwise_similarity(grads)`: the mean of `cosine(grads[i], grads[j])` over all pairs
 # of workers i < j (with 4 workers: 6 pairs). Do not compare a gradient with itself.
 
-# %% solution id=mean-pairwise task="Task 5.3: mean pairwise similarity"
+# %% solution id=mean-pairwise task="Task 3a.3: mean pairwise similarity"
 def mean_pairwise_similarity(grads):
     """The mean cosine between grads[i] and grads[j] over all pairs i < j."""
     ### BEGIN SOLUTION
@@ -152,7 +154,7 @@ for partition in ["iid", "by_label"]:
     print(f"     mlp {partition:>8} shards at v20: mean pairwise cosine {similarity:7.4f}")
 
 # %% [markdown]
-# ## Task 5.4 · what the numbers support
+# ## Task 3a.4 · what the numbers support
 # Claim A says a stale gradient still helps because *the workers' gradients are similar*: another
 # worker's gradient is a fair stand-in for one's own. Claim B ("more compute, more iterations")
 # is not the other answer to the same question: it can hold whatever the similarity, and the next
@@ -166,7 +168,7 @@ for partition in ["iid", "by_label"]:
 #
 # Decide from the numbers only, never from the name of the partition.
 
-# %% solution id=supports-a task="Task 5.4: what the numbers support"
+# %% solution id=supports-a task="Task 3a.4: what the numbers support"
 def supports_a(iid_similarity, non_iid_similarity):
     """{"iid": bool, "non_iid": bool}: True when that similarity is >= 0.5 (claim A holds there)."""
     ### BEGIN SOLUTION
@@ -194,10 +196,12 @@ for name, problem in [("mlp", mlp), ("logistic", logistic)]:
 # Asynchronous runs of the MLP, 4 workers, worker 3 four times slower: versions to reach loss 0.05.
 
 # %%
+versions = {}
 for partition in ["iid", "by_label"]:
     run = aps.simulate(mlp, workers=4, policy="async", lr=0.1, steps=60, compute_times=[1, 1, 1, 4],
                        partition=partition, seed=0)
-    print(f"async mlp, {partition:>8} shards: versions to reach 0.05: {run.versions_to_reach(0.05)}")
+    versions[partition] = run.versions_to_reach(0.05)
+    print(f"async mlp, {partition:>8} shards: versions to reach 0.05: {versions[partition]}")
 
 # %% [markdown]
 # ## The staleness angle: your cosine on a real trace
@@ -227,23 +231,33 @@ print(f"cosine(pushed gradient, fresh gradient at applied_to): mean {np.mean(ang
 
 # %% [markdown]
 # ## Discussion: who is right, and when?
-# - **IID shards: A holds.** The MLP workers' gradients at v0 have a mean pairwise cosine of 0.9811
-#   (0.9185 at v20); the logistic workers' 0.9664. Any worker's gradient is a good stand-in for any
-#   other's.
-# - **One class per worker (MLP): A fails, B is what is left.** The cosine is 0.0299 at v0 — the
-#   gradients are nearly unrelated — and −0.1287 at v20, slightly opposed: each worker pulls the
-#   model towards its own class. The async run still converges, but pays in iterations: 49
-#   versions to reach loss 0.05 instead of 27 with IID shards.
-# - **"by_label" is not automatically dissimilar.** For the logistic regression the by_label
-#   cosine at v0 is 0.9647, as high as IID. At w = 0 every example's gradient is (½ − y)·x, and in
-#   this data the examples of class 0 lie on one side of the true separating direction, those of
-#   class 1 on the other, so both classes pull w the same way: every worker's step has cosine
-#   0.9787–0.9853 with `w_true`. Measure before you argue: both similarities support claim A here.
-# - **The staleness angle.** In the logistic async run almost every push is stale by 3, yet the
-#   gradient a worker pushed and the one it would compute at `applied_to` have cosine 0.9986 on
-#   average (smallest 0.9951): with this lr, three versions barely turn the gradient. This is the
-#   part of A that lecture 03 tests on the quadratic — once lr × staleness is large, the stale
-#   gradient no longer points the right way and the run diverges.
+# The numbers below are the ones your functions measured above.
+
+# %%
+at_v0 = {(name, partition): mean_pairwise_similarity(worker_gradients(problem, 4, partition, problem.x0))
+         for name, problem in [("mlp", mlp), ("logistic", logistic)] for partition in ["iid", "by_label"]}
+at_v20 = {partition: mean_pairwise_similarity(worker_gradients(mlp, 4, partition, trained))
+          for partition in ["iid", "by_label"]}
+to_truth = [cosine(-g, logistic.w_true) for g in worker_gradients(logistic, 4, "by_label", logistic.x0)]
+display(Markdown(
+    f"- **IID shards: A holds.** The MLP workers' whole-shard gradients at v0 have a mean pairwise "
+    f"cosine of {at_v0['mlp', 'iid']:.4f} ({at_v20['iid']:.4f} at v20); the logistic workers' "
+    f"{at_v0['logistic', 'iid']:.4f}. Any worker's gradient is a good stand-in for any other's — for "
+    f"whole-shard gradients; minibatch gradients are far less similar (lecture 03a).\n"
+    f"- **One class per worker (MLP): A fails.** The cosine is {at_v0['mlp', 'by_label']:.4f} at v0 and "
+    f"{at_v20['by_label']:.4f} at v20: each worker pulls the model towards its own class. The async "
+    f"run with a straggler still converges here, in {versions['by_label']} versions to reach loss 0.05 "
+    f"against {versions['iid']} with IID shards (one seed; lecture 03a separates the non-IID and the "
+    f"straggler effects).\n"
+    f"- **\"by_label\" is not automatically dissimilar.** For the logistic regression the by_label "
+    f"cosine at v0 is {at_v0['logistic', 'by_label']:.4f}. At w = 0 every example's gradient is "
+    f"(½ − y)·x, and in this data both classes pull w the same way: every worker's step has cosine "
+    f"{min(to_truth):.4f}–{max(to_truth):.4f} with `w_true`. Measure before you argue.\n"
+    f"- **The staleness angle.** In the logistic async run the gradient a worker pushed and the one it "
+    f"would compute at `applied_to` have cosine {np.mean(angles):.4f} on average (smallest "
+    f"{min(angles):.4f}): with this lr, a few versions barely turn the gradient. Lecture 03c shows "
+    f"the other side: once lr × staleness is large, the stale gradient no longer points the right "
+    f"way and the run diverges, however similar the workers' data."))
 
 # %% [markdown]
 # ## Think about it (not graded)

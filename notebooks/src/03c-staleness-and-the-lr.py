@@ -1,0 +1,375 @@
+# %% [markdown]
+# # 03c · Does it still converge? Why staleness needs a smaller lr
+#
+# **Learning goals**
+# - see, on a 1-D quadratic, where a stale gradient makes the run diverge, and check the classical
+#   bound for the delay equation against the simulator;
+# - know why the usable lr falls like 1/N with N async workers, even when every worker sees the
+#   same function;
+# - use the staleness-aware lr (`lr_schedule="divide_by_staleness"`), and know what it buys
+#   (a wider range of usable lr) and what it costs (more bias with non-IID shards and a straggler).
+#
+# Part 3 of 3, after [03a](03a-similar-gradients.ipynb) (claim A) and
+# [03b](03b-more-iterations.ipynb) (claim B).
+
+# %%
+import math
+
+import numpy as np
+from IPython.display import HTML, Markdown, display
+
+import asyncps as aps
+
+# %% [markdown]
+# ## Why staleness needs a smaller lr
+# The simplest problem: f(x) = x²/2 in one dimension, gradient x, start at x = 1.
+# With equal compute times, N async workers push in turn, and each pulls right after its push:
+# in steady state every push is N − 1 versions stale.
+
+# %%
+quad = aps.problems.Quadratic(curvature=[1.0], x0=[1.0])
+run = aps.simulate(quad, workers=4, policy="async", lr=0.3, steps=400)
+print("staleness histogram (count of pushes stale by 0, 1, 2, 3):", run.trace.staleness_histogram().tolist())
+display(HTML(aps.widgets.histogram_svg(run.trace.staleness_histogram())))
+
+# %% [markdown]
+# ## Watch it with three workers
+# Each compute bar is labelled with the version it read. Open at the first stale push, then press
+# **▶** or drag the slider: from the second round on every push is stale by 2.
+
+# %%
+small = aps.simulate(quad, workers=3, policy="async", lr=0.3, steps=9)
+timeline = aps.widgets.Timeline(small, frame="stale")
+timeline
+
+# %%
+print(timeline.state)
+timeline.frame = small.trace.events.index(small.trace.pushes[-1])   # the last push
+print(timeline.state)
+
+# %% [markdown] fragment
+# So after the first round the server computes x<sub>t+1</sub> = x<sub>t</sub> − lr · x<sub>t−τ</sub>
+# with τ = N − 1: the gradient it applies was measured τ versions ago.
+
+# %% [markdown]
+# ## Where does it diverge?
+# Versions to reach loss 10⁻⁶ (`-`: not within 3000 versions, `diverges`: the run blew up).
+#
+# **Predict, then run.** One worker converges for every lr below 2 on this problem. With 4 workers
+# (τ = 3), from which lr of the grid on does async diverge?
+
+# %%
+lrs = [0.05, 0.1, 0.3, 0.6, 0.9, 1.2, 1.8]
+grid = {}
+print("workers  τ  " + "".join(f"lr={lr:<7}" for lr in lrs))
+for workers in [1, 2, 4, 8]:
+    cells = []
+    for lr in lrs:
+        run = aps.simulate(quad, workers=workers, policy="async", lr=lr, steps=3000)
+        v = run.versions_to_reach(1e-6)
+        grid[workers, lr] = "diverges" if run.diverged else "-" if v is None else v
+        cells.append(str(grid[workers, lr]))
+    print(f"{workers:7d} {workers - 1:2d}  " + "".join(f"{c:<10}" for c in cells))
+
+
+def first_divergent(workers):
+    return next((lr for lr in lrs if grid[workers, lr] == "diverges"), None)
+
+
+display(Markdown(
+    (f"One worker (τ = 0) converges at every lr here, even {lrs[-1]} " if first_divergent(1) is None else
+     f"One worker (τ = 0) diverges from lr {first_divergent(1)} on ")
+    + f"(the limit without delay is 2). Each extra worker lowers the limit: τ = 1 diverges from lr {first_divergent(2)} on, "
+    f"τ = 3 from {first_divergent(4)}, τ = 7 already at {first_divergent(8)}. (At a small lr the delay "
+    f"even helps a little — lr 0.05: {grid[1, 0.05]} versions alone, {grid[4, 0.05]} with τ = 3 — "
+    f"because the stale gradient belongs to an older, larger x, so each step is a bit longer.)"))
+
+# %% [markdown]
+# ## The theory, checked against the simulator
+# For the delay equation x<sub>t+1</sub> = x<sub>t</sub> − a · x<sub>t−τ</sub> the classical
+# result (Levin & May 1976; Kuruklis 1994) is: it converges iff
+# 0 < a < 2 sin(π / (2(2τ + 1))) (written there as 2 cos(τπ / (2τ + 1)), the same number).
+# On a quadratic ½ xᵀHx the τ-delayed gradient step x<sub>t+1</sub> = x<sub>t</sub> − lr · H x<sub>t−τ</sub>
+# splits into one such equation per eigenvalue λ of H, with a = lr · λ; the largest, a = lr · λ<sub>max</sub>,
+# sets the limit. Here H = 1, so a = lr. We find the largest lr that still converges by bisection,
+# each test a 2000-version run.
+
+# %%
+def converges(workers, lr, policy="async", lr_schedule="constant"):
+    run = aps.simulate(quad, workers=workers, policy=policy, lr=lr, lr_schedule=lr_schedule, steps=2000)
+    return not run.diverged and run.losses[-1] < run.losses[0]
+
+
+def largest_lr(workers, **kw):
+    lo, hi = 0.0, 2.5
+    for _ in range(12):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if converges(workers, mid, **kw) else (lo, mid)
+    return lo
+
+
+gaps = []
+print("workers  τ   measured   2 sin(π/(2(2τ+1)))")
+for workers in [1, 2, 3, 4, 8]:
+    tau = workers - 1
+    measured, theory = largest_lr(workers), 2 * math.sin(math.pi / (2 * (2 * tau + 1)))
+    gaps.append(abs(measured - theory))
+    print(f"{workers:7d} {tau:2d}   {measured:8.3f}   {theory:8.3f}")
+sync_limit = largest_lr(4, policy="sync")
+print(f"sync, 4 workers: measured {sync_limit:.3f}")
+display(Markdown(
+    f"The simulator agrees with the formula to within {max(gaps):.4f}; the bisection's resolution is "
+    f"{2.5 / 2 ** 12:.4f} (and a finite run cannot tell \"converges very slowly\" from \"diverges very "
+    f"slowly\"). For large τ the limit is about π / (2τ + 1) = π / (2N − 1): **the usable lr falls "
+    f"like 1/N**. Sync with 4 workers keeps the no-delay limit ({sync_limit:.3f} measured, 2 in "
+    f"theory): its gradients are all fresh, whatever the number of workers."))
+
+# %% [markdown] fragment
+# Why: between the moment a gradient is measured and the moment it lands, τ other steps have
+# moved x. If lr · τ is of order 1, those steps already crossed the minimum, and the stale
+# gradient then pushes further the wrong way; the overshoot grows every round.
+
+# %% [markdown]
+# ## The staleness-aware lr
+# `lr_schedule="divide_by_staleness"` applies a push that is s versions stale with lr / (s + 1),
+# using each push's own staleness. This is the idea of Zhang et al. (2016), not their exact rule:
+# they use α₀ / τ for a gradient τ ≥ 1 versions stale (α₀ when τ = 0); lr / (s + 1) is the shifted
+# variant, which also halves a push stale by 1. At lr 0.6 with 4 workers plain async diverges on
+# the quadratic:
+
+# %%
+for schedule in ["constant", "divide_by_staleness"]:
+    run = aps.simulate(quad, workers=4, policy="async", lr=0.6, lr_schedule=schedule, steps=300)
+    print(f"{schedule:>19}: diverged={run.diverged}  final loss {run.losses[-1]:.3g}")
+with_schedule, plain = largest_lr(4, lr_schedule="divide_by_staleness"), largest_lr(4)
+print(f"largest lr with the divide_by_staleness schedule, 4 workers: {with_schedule:.3f}")
+display(Markdown(
+    f"With the schedule the usable lr is {with_schedule:.2f}, near the no-delay limit 2. But here every "
+    f"push is stale by 3, so lr / (s + 1) is simply lr / 4: the same as choosing a smaller constant "
+    f"lr (4 × {plain:.3f} = {4 * plain:.2f})."))
+
+# %% [markdown]
+# ## What the schedule buys: a wider range of lr
+# With a straggler the staleness varies from push to push, so the schedule is not a constant
+# rescaling any more. Is it *faster*? That depends on the lr grid one compares on. What it does
+# reliably is make the run **robust to the choice of lr**. Least squares, async, straggler,
+# 10 seeds with `jitter=0.3`: time to reach 0.01, median [min–max], for each lr.
+
+# %% [markdown]
+# ## What the schedule buys: a wider range of lr
+# With a straggler the staleness varies from push to push, so the schedule is not a constant
+# rescaling any more. Is it *faster*? That depends on the lr grid one compares on. What it does
+# reliably is make the run **robust to the choice of lr**. The race of 03b: least squares, 4 async
+# workers, the last one four times slower, 10 seeds with `jitter=0.3`; time to reach loss 0.01,
+# median [min–max], for each lr.
+
+# %%
+problem = aps.problems.LeastSquares(n=512, dim=10, seed=0)
+target, SEEDS, STRAGGLER = 0.01, range(10), [1, 1, 1, 4]
+
+
+def reached(lr, lr_schedule, seeds=SEEDS):
+    """Time to reach the target for each seed (inf: not within 240 versions)."""
+    runs = [aps.simulate(problem, workers=4, policy="async", lr=lr, lr_schedule=lr_schedule,
+                         steps=240, compute_times=STRAGGLER, jitter=0.3, seed=seed) for seed in seeds]
+    return np.array([math.inf if r.time_to_reach(target) is None else r.time_to_reach(target) for r in runs])
+
+
+def spread(values, fmt="5.1f"):
+    """median [min–max], or how many seeds reached the target."""
+    values = np.asarray(values)
+    if not np.all(np.isfinite(values)):
+        return f"{'reached ' + str(int(np.isfinite(values).sum())) + '/' + str(values.size):>19}"
+    return f"{np.median(values):{fmt}} [{values.min():{fmt}}–{values.max():{fmt}}]"
+
+# %%
+SWEEP = [0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0, 1.5, 2.0]
+robust = {}
+print("  lr      constant                divide_by_staleness")
+for lr in SWEEP:
+    for schedule in ["constant", "divide_by_staleness"]:
+        robust[schedule, lr] = reached(lr, schedule)
+    print(f"  {lr:<5} " + "   ".join(spread(robust[s, lr]) for s in ["constant", "divide_by_staleness"]))
+seed0 = aps.simulate(problem, workers=4, policy="async", lr=0.5, lr_schedule="divide_by_staleness",
+                     steps=240, compute_times=STRAGGLER, jitter=0.3, seed=0)
+print("staleness histogram (seed 0, lr 0.5, divide_by_staleness):", seed0.trace.staleness_histogram().tolist())
+
+
+def usable(schedule):
+    """The lrs of the sweep at which every seed reaches the target."""
+    return [lr for lr in SWEEP if np.all(np.isfinite(robust[schedule, lr]))]
+
+
+def best_time(schedule):
+    lr = min(SWEEP, key=lambda lr: np.median(robust[schedule, lr]))
+    return lr, np.median(robust[schedule, lr])
+
+
+c, d = usable("constant"), usable("divide_by_staleness")
+display(Markdown(
+    f"Every seed reaches the target for lr {c[0]}–{c[-1]} with a constant lr ({len(c)} of {len(SWEEP)} "
+    f"values) and for lr {d[0]}–{d[-1]} with the schedule ({len(d)} of {len(SWEEP)}): a too-large lr is "
+    f"damped on exactly the pushes that are most stale, so a wider range of lr works. The price: it "
+    f"shrinks every push, so at a small lr it is slower (lr {SWEEP[0]}: {np.median(robust['divide_by_staleness', SWEEP[0]]):.1f} "
+    f"versus {np.median(robust['constant', SWEEP[0]]):.1f}), and its lr must be chosen larger. The best median "
+    f"times on this grid: constant {best_time('constant')[1]:.1f} at lr {best_time('constant')[0]}, "
+    f"schedule {best_time('divide_by_staleness')[1]:.1f} at lr {best_time('divide_by_staleness')[0]}. "
+    f"That is one problem, one grid and one straggler; the range of usable lr is the claim we make, "
+    f"not a speedup."))
+
+# %% [markdown]
+# ## A caveat: non-IID shards and a straggler bias the result
+# With whole-shard gradients, async settles (up to a small cycle that shrinks with the lr) where
+# the steps it applies cancel over a round of pushes: each worker's gradient counts in proportion
+# to how often it pushes times the lr its pushes get, so a worker that pushes a quarter as often
+# counts a quarter as much. If the shards differ, that point is not the full-data optimum w\*. The schedule
+# gives the straggler's pushes (the most stale) an even smaller lr, so it should make that bias
+# worse. We measure it on a noisier least-squares problem (`noise=1.0`), whose `"sorted"` shards
+# (sorted by the target) have clearly different optima: the distance of the final parameters from
+# w\* after 800 versions, 10 seeds, at lr 0.05 constant and lr 0.2 with the schedule (so the
+# fast workers' pushes, mostly stale by 1 to 3 as in the histogram above, get a similar step). Then, to separate bias from noise, the
+# same settings without jitter at two lrs: noise shrinks with the lr, bias does not.
+
+# %%
+noisy = aps.problems.LeastSquares(n=512, dim=10, noise=1.0, seed=0)
+w_star = np.linalg.lstsq(noisy.A, noisy.b, rcond=None)[0]
+for split in ["iid", "sorted"]:
+    shard_optima = [np.linalg.lstsq(noisy.A[s], noisy.b[s], rcond=None)[0] for s in noisy.shards(4, split, seed=0)]
+    print(f"{split:>6} shards: each shard's own optimum is at distance "
+          f"{[round(float(np.linalg.norm(w - w_star)), 2) for w in shard_optima]} from w*")
+
+bias = {}
+print("shards  compute_times     constant lr 0.05        divide_by_staleness lr 0.2")
+for split, times in [("iid", [1, 1, 1, 4]), ("sorted", [1, 1, 1, 1]), ("sorted", [1, 1, 1, 4])]:
+    for schedule, lr in [("constant", 0.05), ("divide_by_staleness", 0.2)]:
+        runs = [aps.simulate(noisy, workers=4, policy="async", lr=lr, lr_schedule=schedule, steps=800,
+                             compute_times=times, jitter=0.3, partition=split, seed=seed) for seed in SEEDS]
+        bias[split, tuple(times), schedule] = [np.linalg.norm(r.params - w_star) for r in runs]
+    print(f"{split:<7} {str(times):<14}" + "".join(
+        f"{spread(bias[split, tuple(times), s], '.3f'):>26}" for s in ["constant", "divide_by_staleness"]))
+
+print("without jitter (one run each), at two lrs per schedule:")
+settled = {}
+for split, times in [("iid", [1, 1, 1, 4]), ("sorted", [1, 1, 1, 1]), ("sorted", [1, 1, 1, 4])]:
+    for schedule, lr, steps in [("constant", 0.05, 800), ("constant", 0.02, 2000),
+                                ("divide_by_staleness", 0.2, 800), ("divide_by_staleness", 0.08, 2000)]:
+        r = aps.simulate(noisy, workers=4, policy="async", lr=lr, lr_schedule=schedule, steps=steps,
+                         compute_times=times, partition=split)
+        settled[split, tuple(times), schedule, lr] = np.linalg.norm(r.params - w_star)
+    print(f"{split:<7} {str(times):<14}" + "".join(
+        f"   {s} lr {lr}: {settled[split, tuple(times), s, lr]:.3f}"
+        for s, lr in [("constant", 0.05), ("constant", 0.02), ("divide_by_staleness", 0.2), ("divide_by_staleness", 0.08)]))
+
+med = {key: np.median(value) for key, value in bias.items()}
+z = settled
+display(Markdown(
+    f"- Over the 10 seeds, median distance from w\\* (constant / schedule): sorted shards without a "
+    f"straggler {med['sorted', (1, 1, 1, 1), 'constant']:.3f} / {med['sorted', (1, 1, 1, 1), 'divide_by_staleness']:.3f}; "
+    f"IID shards with the straggler {med['iid', (1, 1, 1, 4), 'constant']:.3f} / "
+    f"{med['iid', (1, 1, 1, 4), 'divide_by_staleness']:.3f}; sorted shards with the straggler "
+    f"{med['sorted', (1, 1, 1, 4), 'constant']:.3f} / {med['sorted', (1, 1, 1, 4), 'divide_by_staleness']:.3f}.\n"
+    f"- Part of that is noise from the jitter and from the step size. Without jitter, a smaller lr "
+    f"shrinks the distance when nothing biases the run (sorted, no straggler: "
+    f"{z['sorted', (1, 1, 1, 1), 'constant', 0.05]:.3f} → {z['sorted', (1, 1, 1, 1), 'constant', 0.02]:.3f}), "
+    f"but not the bias (sorted, straggler: constant {z['sorted', (1, 1, 1, 4), 'constant', 0.05]:.3f} → "
+    f"{z['sorted', (1, 1, 1, 4), 'constant', 0.02]:.3f}, schedule "
+    f"{z['sorted', (1, 1, 1, 4), 'divide_by_staleness', 0.2]:.3f} → "
+    f"{z['sorted', (1, 1, 1, 4), 'divide_by_staleness', 0.08]:.3f}).\n"
+    f"- So non-IID shards with a straggler make async settle away from the full-data optimum, and the "
+    f"staleness-aware lr, which gives the straggler's pushes an even smaller share, moves it further. "
+    f"(Even IID shards of 128 examples have optima of their own, hence the smaller bias in the IID row.)"))
+
+# %% [markdown]
+# ## Try it yourself: first with fixed values
+# `aps.compare` runs sync, async and ssp with the same settings (the Playground's last
+# worker is the straggler; `straggler=1.0` means no straggler).
+
+# %%
+runs, note = aps.compare(problem=quad, workers=4, lr=0.6, straggler=1.0, steps=300)
+for name, r in runs.items():
+    print(f"{name:>5}: diverged={r.diverged}  versions={len(r.losses) - 1}  "
+          f"idle time={r.trace.idle_time_per_worker().sum():.0f}")
+display(Markdown(
+    f"Sync is fine at lr 0.6; async diverges at v{len(runs['async'].losses) - 1}. ssp (notebook 04) "
+    f"never had to hold a worker back here (idle time {runs['ssp'].trace.idle_time_per_worker().sum():.0f}: "
+    f"all workers are equally fast), so it ran exactly like async."))
+
+# %% [markdown]
+# ## Then interactively
+# Move **lr** and **workers** and find where async stops converging; switch **lr schedule** to
+# `divide_by_staleness`; give the last worker a slowdown. (The quadratic has no data, so "sorted"
+# shards only show a message.)
+
+# %%
+playground = aps.widgets.Playground(problem=quad, workers=4, lr=0.6, steps=300)
+playground
+
+# %%
+print(playground.state)
+playground.controls["lr_schedule"].value = "divide_by_staleness"   # what clicking it does
+print(playground.state)
+
+# %% [markdown] fragment
+# With the divide_by_staleness schedule the message is empty: all three runs converge at lr 0.6.
+
+# %% [markdown]
+# %% [markdown]
+# ## The answer to the debate
+# Both are partly right, each under its own condition. 03a and 03b measured the first two points;
+# this notebook the third.
+
+# %%
+display(Markdown(
+    f"- **A, \"the gradients are similar\"**, is a statement about the split, the batch size and the "
+    f"phase of training (03a). The convergence analyses of async SGD do not assume it (Recht et al. "
+    f"2011; Lian et al. 2015): they assume unbiased gradients with bounded variance, a bounded delay "
+    f"and an lr small enough for that delay.\n"
+    f"- **B, \"more compute, more iterations\"**, holds when **waiting is expensive** (03b): each "
+    f"policy at its own best lr, async computes more gradients and reaches the target sooner with a "
+    f"straggler, and sync is faster without one.\n"
+    f"- **What neither claim covers: stability.** Even when every worker sees the same function "
+    f"(the quadratic), a gradient τ versions old makes the run diverge unless lr · λ<sub>max</sub> < "
+    f"2 sin(π/(2(2τ+1))) ≈ π/(2τ+1) (Levin & May 1976; measured here within {max(gaps):.4f}): the lr "
+    f"must shrink with the number of workers, by hand or with `lr_schedule=\"divide_by_staleness\"` "
+    f"(the rule of Zhang et al. 2016 in its lr / (s + 1) form). Measured here, its gain is a wider "
+    f"range of usable lr ({len(d)} of {len(SWEEP)} values against {len(c)}), and its cost is more "
+    f"bias with non-IID shards and a straggler."))
+
+# %% [markdown]
+# ## References
+# - S. A. Levin, R. M. May (1976). A note on difference-delay equations. *Theoretical Population
+#   Biology* 9, 178–187. (Stability of x<sub>t+1</sub> = x<sub>t</sub> − a x<sub>t−τ</sub>; see also
+#   S. A. Kuruklis (1994), *J. Math. Anal. Appl.* 188, 719–731.)
+# - B. Recht, C. Ré, S. Wright, F. Niu (2011). Hogwild!: A lock-free approach to parallelizing
+#   stochastic gradient descent. *NeurIPS*.
+# - X. Lian, Y. Huang, Y. Li, J. Liu (2015). Asynchronous parallel stochastic gradient for nonconvex
+#   optimization. *NeurIPS*.
+# - W. Zhang, S. Gupta, X. Lian, J. Liu (2016). Staleness-aware async-SGD for distributed deep
+#   learning. *IJCAI*.
+
+# %% [markdown]
+# ## Check your understanding
+# 1. With 3 async workers of equal speed, what is the staleness of a push in steady state, and what
+#    is the largest lr at which the quadratic still converges?
+# 2. When is `lr_schedule="divide_by_staleness"` the same as a smaller constant lr, and why does it
+#    make the bias of non-IID shards with a straggler worse?
+# 3. The quadratic has one worker function for everybody: gradients are identical across workers.
+#    Why does async still diverge there at an lr that one worker handles?
+#
+# <details><summary>Answers</summary>
+#
+# 1. Stale by N − 1 = 2 versions (each of the other two pushes once between a pull and a push). On
+#    the quadratic with curvature 1 it converges for lr < 2 sin(π/(2(2τ+1))) with τ = 2, that is
+#    2 sin(π/10) ≈ 0.618 (the stability cell measures it).
+# 2. When every push has the same staleness s (equal workers in lockstep): then it is the constant
+#    lr / (s + 1). With a straggler the stalest pushes are the straggler's, so dividing by the
+#    staleness gives its shard even less weight than the push rate already does: the server settles
+#    further towards the fast workers' data.
+# 3. Identical functions do not mean identical gradients *in time*: the gradient that lands was
+#    measured τ versions ago, at an older x. Once lr · τ is of order 1, the τ steps taken meanwhile
+#    have already crossed the minimum, and the stale gradient pushes further the wrong way.
+# </details>
+#
+# Next: [04 · Stale Synchronous Parallel (SSP)](04-stale-synchronous-parallel.ipynb). Assignment:
+# [03c · the staleness-aware lr](../exercises/03c-staleness-lr.ipynb) (where async diverges on the
+# delayed quadratic).
