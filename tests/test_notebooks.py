@@ -15,7 +15,8 @@ NOTEBOOKS = ROOT / "notebooks"
 LECTURE = ["00-start-here", "01-synchronous-ps", "02-asynchronous-ps", "03a-similar-gradients",
            "03b-more-iterations", "03c-staleness-and-the-lr",
            "04-stale-synchronous-parallel", "05-local-updates", "06-threads-processes-gpus",
-           "07-several-machines", "08-real-digits", "09-bias-momentum-allreduce"]
+           "07-several-machines", "08a-digits-race", "08b-digits-beyond-the-race",
+           "09-bias-momentum-allreduce"]
 ALL = LECTURE + ["playground"]
 
 

@@ -60,7 +60,8 @@ for push in run.trace.pushes[:4]:
 # | `05-local-updates` | why can't a worker just update its own copy? |
 # | `06-threads-processes-gpus` | the same algorithms on real threads and processes |
 # | `07-several-machines` | torch.distributed: one server, workers on several machines |
-# | `08-real-digits` | the debate rerun on a real CNN and real digits, over 10 seeds and on processes |
+# | `08a-digits-race` | the race rerun on a real CNN and real digits, over 10 seeds and on processes |
+# | `08b-digits-beyond-the-race` | where that race stops holding; claim A measured on the same digits |
 # | `09-bias-momentum-allreduce` | where asynchrony costs: non-IID bias, implicit momentum, all-reduce |
 # | `playground` | every knob on one screen (`make demo` serves it in Voila) |
 

@@ -157,7 +157,7 @@ display(Markdown(
     f"of one.\n"
     f"- The setting: least squares (convex, well conditioned), whole-shard gradients, IID shards, one "
     f"straggler four times slower. A worse-conditioned problem, minibatches or non-IID shards move "
-    f"these numbers (notebooks 04, 08 and 09 rerun the race in other settings)."))
+    f"these numbers (notebooks 04, 08a and 09 rerun the race in other settings)."))
 
 # %% [markdown]
 # ## Check your understanding

@@ -259,7 +259,7 @@ except ValueError as err:
 #    remote address must be an explicit choice, made on a trusted network only.
 # </details>
 #
-# Next: [08 · Asynchronous SGD on real digits](08-real-digits.ipynb), [the playground](playground.ipynb), or the start:
+# Next: [08a · Asynchronous SGD on real digits: the race](08a-digits-race.ipynb), [the playground](playground.ipynb), or the start:
 # [00 · Start here](00-start-here.ipynb). Assignment:
 # [07 · several machines](../exercises/07-several-machines.ipynb) — what a message costs, predicted
 # and measured on threads, processes and rpc.
