@@ -71,6 +71,14 @@ for push in run.trace.pushes[:4]:
 # 2. How many versions does the server make when two workers each push once (async)?
 # 3. Where would you look in `run.trace` to find every stale push?
 #
+# <details><summary>Answers</summary>
+#
+# 1. It read v0 and its gradient landed on v1: the second printed push says `computed_on=0`,
+#    `applied_to=1`, `staleness=1`.
+# 2. Two: under async every push makes one new version, v1 and then v2.
+# 3. `run.trace.pushes`, keeping those with `staleness > 0` (the red arrows in the Timeline).
+# </details>
+#
 # Next: [01 · The synchronous parameter server](01-synchronous-ps.ipynb). Assignments live in
 # `../exercises/`, numbered after the lecture they practise: [01 · the synchronous
 # round](../exercises/01-sync-round.ipynb) goes with lecture 01, [02 · the asynchronous

@@ -59,6 +59,8 @@ for push in equal.trace.pushes[:3]:
 # ## A straggler
 # Now worker 3 needs 4 time units per gradient. Everyone else finishes after 1 and then waits at the
 # barrier (grey).
+#
+# **Predict, then run.** What share of the run do workers 0–2 spend waiting?
 
 # %%
 straggler = aps.simulate(problem, workers=4, policy="sync", lr=0.05, steps=20,

@@ -87,6 +87,8 @@ display(Markdown(
 # ## How stale does SSP let a push get?
 # The threshold s is in **clocks**, staleness is in **versions**. The same straggler, 200 versions,
 # for s = 0, 1, 2, 4, 8 and for async:
+#
+# **Predict, then run.** With s = 1, can a push be more than 1 version stale?
 
 # %%
 THRESHOLDS = [0, 1, 2, 4, 8]

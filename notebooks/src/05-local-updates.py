@@ -50,6 +50,9 @@ print(f"loss at v0: {problem.loss(problem.x0):.4f}; best loss: {best:.4f}")
 # %% [markdown] slide
 # ## No server at all: `push_every=None`
 # Four workers, 300 local steps each, IID shards.
+#
+# **Predict, then run.** After 300 local steps, where is the server, and how far apart are the four
+# copies?
 
 # %%
 alone = aps.simulate(problem, workers=4, lr=0.1, steps=300, push_every=None, partition="iid")

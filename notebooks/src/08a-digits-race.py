@@ -118,6 +118,8 @@ for policy in PLAN:
 # ## Ten seeds
 # The ranking below is a claim about three policies, so it is measured on seeds 0–9, not on one
 # run: every seed's time, then the median and the range (a `–` counts as slower than any time).
+#
+# **Predict, then run.** Does the policy that wins on the tuning seed win on every seed?
 
 # %%
 SEEDS = range(10)
