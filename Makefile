@@ -13,7 +13,7 @@ TORCH  ?= torch==2.13.0
 
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: lab test demo venv browser bench bench-quick reliability notebooks slides solutions exercises grade clean
+.PHONY: lab test test-fast demo venv browser bench bench-quick reliability notebooks slides solutions exercises grade clean
 
 venv: $(STAMP)
 
@@ -41,6 +41,10 @@ demo: $(STAMP)
 
 test: $(STAMP) browser
 	$(PY) -m pytest
+
+# the developers' loop: the unit tests only (no notebooks, no browser, nothing marked slow); CI runs make test
+test-fast: $(STAMP)
+	$(PY) -m pytest tests --ignore=tests/browser -m "not slow" -p no:nbval -o addopts="-ra --strict-markers"
 
 notebooks: $(STAMP)
 	$(PY) scripts/notebooks.py
