@@ -13,7 +13,7 @@ TORCH  ?= torch==2.13.0
 
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: lab test test-fast demo venv browser bench bench-quick reliability notebooks slides solutions exercises grade clean
+.PHONY: lab test test-fast demo venv browser bench bench-quick reliability notebooks slides solutions exercises grade check student-bundle clean
 
 venv: $(STAMP)
 
@@ -56,8 +56,17 @@ solutions: $(STAMP)
 exercises: $(STAMP)
 	$(PY) -m asyncps.assignments solutions exercises
 
+# instructors: grade a student's notebook with the solutions' tests, hidden ones included
 grade: $(STAMP)
-	$(PY) -m asyncps.grade $(NB)
+	$(PY) -m asyncps.grade $(NB) --solutions solutions
+
+# students: check your own notebook against the visible tests (never reads solutions/)
+check: $(STAMP)
+	$(PY) -m asyncps.check $(NB)
+
+# what a course hands to students: build/student-bundle/ (and .zip), no solutions, no hidden tests
+student-bundle: $(STAMP)
+	$(PY) scripts/student_bundle.py build/student-bundle
 
 slides: $(STAMP)
 	$(VENV)/bin/jupyter nbconvert --to slides notebooks/[0-9]*.ipynb --output-dir build/slides

@@ -6,8 +6,10 @@
 In a solution cell (nbgrader metadata ``solution: true``) the code between ``### BEGIN SOLUTION``
 and ``### END SOLUTION`` becomes ``raise NotImplementedError("Task 1.1: ...")`` at the same
 indentation. In a graded test cell the lines between ``### BEGIN HIDDEN TESTS`` and
-``### END HIDDEN TESTS`` are removed. Outputs are cleared. The nbgrader metadata stays, so an
-nbgrader course can use the solution notebooks as source assignments unchanged.
+``### END HIDDEN TESTS`` are removed. Outputs are cleared. Cells are locked in JupyterLab as
+nbgrader's release locks them (``LockCells``): solution cells cannot be deleted, graded and read-only
+cells can be neither deleted nor edited. The nbgrader metadata stays, so an nbgrader course can use
+the solution notebooks as source assignments unchanged.
 """
 import argparse
 import copy
@@ -59,7 +61,17 @@ def student_version(solution):
             cell.source = _replace_between(cell.source, *MARKERS["solution"], stub, where)
         if grader.get("grade"):
             cell.source = _replace_between(cell.source, *MARKERS["hidden"], None, where)
+        _lock(cell, grader)
     return nb
+
+
+def _lock(cell, grader):
+    """The JupyterLab lock nbgrader's release gives a cell (nbgrader.preprocessors.LockCells)."""
+    if grader.get("solution"):
+        cell.metadata["deletable"] = False
+    elif grader.get("grade") or grader.get("locked"):
+        cell.metadata["deletable"] = False
+        cell.metadata["editable"] = False
 
 
 def generate(solutions, exercises, check=False):

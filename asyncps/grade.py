@@ -1,11 +1,15 @@
-"""Grade a student's assignment notebook without nbgrader.
+"""Grade a student's assignment notebook without nbgrader: the instructor's grader.
 
-    python -m asyncps.grade exercises/02-async-push.ipynb [--solutions solutions/] [--timeout 120]
+    python -m asyncps.grade STUDENT.ipynb --solutions solutions/ [--timeout 120]
 
-The student's notebook runs top to bottom with every graded test cell replaced by the
-solution's version of it (the visible tests *and* the hidden ones, which the student copy does
-not contain). A graded cell that runs without an error earns its points. The grader prints the
-points per task and the total, and exits 1 unless every task earned full points.
+The student's notebook runs top to bottom as nbgrader's autograde runs it: every locked cell
+(graded test cells and read-only cells) is put back as the solution notebook has it, so the graded
+cells carry the visible *and* the hidden tests, and an edit to a locked setup cell counts for
+nothing. A graded cell that runs without an error earns its points. The grader prints the points
+per task and the total, and exits 1 unless every task earned full points.
+
+Students check their own work with `python -m asyncps.check` (the visible tests only; it never
+reads the solutions).
 """
 import argparse
 import sys
@@ -44,36 +48,54 @@ class NotebookNotFound(FileNotFoundError, ValueError):
     """A path that names no notebook (a ValueError too: it is a bad argument)."""
 
 
-def grade(notebook, solutions=None, timeout=120):
-    """Run `notebook` with the solution's tests; return one Result per graded cell."""
-    from nbclient import NotebookClient
+def grade(notebook, solutions, timeout=120):
+    """Run `notebook` with the solution's locked cells and tests; return one Result per graded cell."""
+    from .core import checks
 
+    notebook, student = read_notebook(notebook)
+    if not isinstance(solutions, (str, Path)):
+        raise checks.bad("solutions", solutions, "the folder of the instructor's solution notebooks "
+                         "(students: python -m asyncps.check runs the visible tests)", TypeError)
+    timeout = checks.real("timeout", timeout, positive=True)
+    reference = Path(solutions) / notebook.name
+    if not reference.is_file():
+        raise NotebookNotFound(f"solutions={str(solutions)!r} is not allowed: it holds no {notebook.name} "
+                               f"to take the tests from; pass the folder of the solution notebooks")
+    solution = nbformat.read(reference, 4)
+    present = _by_id(student)
+    for grade_id, cell in _by_id(solution).items():            # as nbgrader's autograde does
+        grader = cell.metadata["nbgrader"]
+        if grade_id in present and (grader.get("grade") or grader.get("locked")) \
+                and not grader.get("solution"):
+            present[grade_id].source = cell.source              # hidden tests, untouched setup
+    return run_graded(notebook, student, solution, timeout)
+
+
+def read_notebook(notebook):
+    """(path, notebook) for a student's .ipynb, or an error that says what is wrong."""
     from .core import checks
 
     if not isinstance(notebook, (str, Path)):
         raise checks.bad("notebook", notebook, "a path to a .ipynb file", TypeError)
-    if solutions is not None and not isinstance(solutions, (str, Path)):
-        raise checks.bad("solutions", solutions, "a folder path or None", TypeError)
-    timeout = checks.real("timeout", timeout, positive=True)
     notebook = Path(notebook)
     if not notebook.is_file():
         raise NotebookNotFound(f"notebook={str(notebook)!r} is not allowed: no such file; notebook "
                                f"must be the path of an existing .ipynb file")
     try:
-        student = nbformat.read(notebook, 4)
+        return notebook, nbformat.read(notebook, 4)
     except Exception as err:                                   # noqa: BLE001 - say what is wrong
         raise ValueError(f"{notebook} is not a readable notebook: {err}") from None
-    solutions = Path(solutions) if solutions else notebook.resolve().parent.parent / "solutions"
-    reference = solutions / notebook.name
-    if not reference.is_file():
-        raise NotebookNotFound(f"no solution notebook {reference} to take the tests from; pass "
-                                f"--solutions DIR")
-    solution = nbformat.read(reference, 4)
-    tests = _graded(solution)
-    present = _graded(student)
-    for grade_id, cell in present.items():                     # the real tests, hidden ones too
-        if grade_id in tests:
-            cell.source = tests[grade_id].source
+
+
+def _by_id(nb):
+    return {c.metadata["nbgrader"]["grade_id"]: c for c in nb.cells
+            if c.metadata.get("nbgrader", {}).get("grade_id")}
+
+
+def run_graded(notebook, student, reference, timeout):
+    """Execute `student` in the notebook's folder; score each graded cell of `reference`."""
+    from nbclient import NotebookClient
+
     for cell in student.cells:
         if cell.cell_type == "code":
             cell.outputs = []
@@ -85,10 +107,11 @@ def grade(notebook, solutions=None, timeout=120):
         failure = f"{type(err).__name__}: {str(err).strip().splitlines()[-1] if str(err).strip() else ''}"
     else:
         failure = None
+    present = _graded(student)
     results = []
-    for grade_id, reference_cell in tests.items():
+    for grade_id, reference_cell in _graded(reference).items():
         points = reference_cell.metadata["nbgrader"].get("points", 1)
-        task = _task_of(solution, reference_cell)
+        task = _task_of(reference, reference_cell)
         cell = present.get(grade_id)
         if cell is None:
             results.append(Result(grade_id, task, 0, points, "missing: the test cell was deleted"))
@@ -104,8 +127,8 @@ def grade(notebook, solutions=None, timeout=120):
     return results
 
 
-def report(results, name):
-    lines = [f"asyncps.grade: {name}"]
+def report(results, name, tool="asyncps.grade"):
+    lines = [f"{tool}: {name}"]
     for r in results:
         lines.append(f"  {r.task[:48]:48s} {r.points:g} / {r.max_points:g}   {r.detail}")
     total, best = sum(r.points for r in results), sum(r.max_points for r in results)
@@ -116,15 +139,15 @@ def report(results, name):
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m asyncps.grade", description=__doc__.split("\n\n")[0])
     parser.add_argument("notebook", help="the student's notebook (.ipynb)")
-    parser.add_argument("--solutions", default=None, help="folder of the solution notebooks "
-                        "(default: ../solutions next to the notebook's folder)")
+    parser.add_argument("--solutions", required=True, help="folder of the instructor's solution "
+                        "notebooks (students: python -m asyncps.check NOTEBOOK)")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds a cell may run")
     args = parser.parse_args(argv)
     if not args.timeout > 0:
         parser.error(f"--timeout={args.timeout} is not allowed: it must be a number of seconds > 0")
     try:
         results = grade(args.notebook, args.solutions, args.timeout)
-    except (FileNotFoundError, ValueError) as err:
+    except (FileNotFoundError, ValueError, TypeError) as err:
         print(f"asyncps.grade: {err}", file=sys.stderr)
         return 2
     print(report(results, args.notebook))

@@ -19,54 +19,6 @@ SOLUTIONS, EXERCISES = ROOT / "solutions", ROOT / "exercises"
 NAMES = ["01-sync-round", "02-async-push", "03a-gradient-similarity", "03c-staleness-lr",
          "04-ssp-gate", "05-local-updates", "06-real-engines", "07-several-machines"]
 
-# One deliberately wrong answer per assignment: (grade_id of the solution cell, the wrong code).
-WRONG = {
-    "02-async-push": ("async-push", '''
-def async_push(params, version, grad, computed_on, lr):
-    # wrong: as if the gradient were applied to the version it was computed on
-    return params - lr * grad, computed_on + 1, 0
-'''),
-    "01-sync-round": ("average", '''
-def average(grads, workers):
-    # wrong: no barrier, the first gradient goes through at once
-    return sum(grads.values()) / len(grads)
-'''),
-    "04-ssp-gate": ("ssp-gate", '''
-def gate(clock, clocks, bound):
-    # wrong: off by one, a worker exactly s ahead is held back
-    return clock - min(clocks) < bound
-'''),
-    "03c-staleness-lr": ("staleness-lr", '''
-def staleness_lr(lr, staleness):
-    # wrong: divides by the staleness, not by staleness + 1
-    return lr / staleness if staleness else lr
-'''),
-    "03a-gradient-similarity": ("cosine", '''
-def cosine(a, b):
-    # wrong: not divided by |b|
-    return float(np.dot(a, b) / np.linalg.norm(a))
-'''),
-    "05-local-updates": ("drift", '''
-def drift(copies):
-    # wrong: the mean distance, not the largest
-    distances = [float(np.linalg.norm(copies[i] - copies[j]))
-                 for i in range(len(copies)) for j in range(i + 1, len(copies))]
-    return float(np.mean(distances)) if distances else 0.0
-'''),
-    "06-real-engines": ("predicted-speedup", '''
-def predicted_speedup(compute_times):
-    # wrong: the ratio of the slowest to the mean compute time, not of the rates
-    times = np.asarray(compute_times, dtype=float)
-    return float(times.max() / times.mean())
-'''),
-    "07-several-machines": ("gradients-per-time", '''
-def gradients_per_time(workers, compute, comm_delay, push_every=1):
-    # wrong: one message per iteration, not a pull and a push
-    return workers * push_every / (push_every * compute + comm_delay)
-'''),
-}
-
-
 def test_every_assignment_has_a_solution_and_an_exercise():
     assert sorted(p.stem for p in SOLUTIONS.glob("*.ipynb")) == NAMES
     assert sorted(p.stem for p in EXERCISES.glob("*.ipynb")) == NAMES
@@ -148,30 +100,42 @@ def test_the_exercise_runs_with_its_stubs_and_scores_zero(name):
     assert all("NotImplementedError" in r.detail for r in results)
 
 
+def test_exercise_cells_are_locked_as_nbgrader_releases_them():
+    for name in NAMES:
+        for cell in nbformat.read(EXERCISES / f"{name}.ipynb", 4).cells:
+            grader = cell.metadata["nbgrader"]
+            if grader.get("solution"):
+                assert cell.metadata.get("deletable") is False and "editable" not in cell.metadata
+            else:
+                assert cell.metadata.get("deletable") is False and cell.metadata.get("editable") is False
+
+
 @pytest.mark.timeout(180)
-@pytest.mark.parametrize("name", sorted(WRONG))
-def test_a_wrong_implementation_loses_its_points(name, tmp_path):
-    grade_id, wrong = WRONG[name]
-    nb = nbformat.read(SOLUTIONS / f"{name}.ipynb", 4)
-    (cell,) = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id]
-    cell.source = wrong.strip()
-    path = tmp_path / f"{name}.ipynb"
+def test_an_edit_to_a_locked_setup_cell_counts_for_nothing(tmp_path):
+    """As in nbgrader's autograde, the grader puts every locked cell back as the solution has it."""
+    nb = nbformat.read(SOLUTIONS / "02-async-push.ipynb", 4)
+    setup = next(c for c in nb.cells if c.cell_type == "code" and not c.metadata["nbgrader"]["solution"]
+                 and not c.metadata["nbgrader"]["grade"])
+    setup.source = "raise RuntimeError('a student broke the setup cell')"
+    tests = next(c for c in nb.cells if c.metadata["nbgrader"]["grade"])
+    tests.source = "pass  # a student emptied the tests"
+    path = tmp_path / "02-async-push.ipynb"
     nbformat.write(nb, path)
     results = grader.grade(path, SOLUTIONS)
-    lost = [r for r in results if r.points < r.max_points]
-    assert lost, grader.report(results, name)
-    assert sum(r.points for r in results) < sum(r.max_points for r in results)
+    assert all(r.points == r.max_points for r in results), grader.report(results, "edited")
 
 
 def test_the_grader_command_line(tmp_path):
     run = lambda *args: subprocess.run([sys.executable, "-m", "asyncps.grade", *args],   # noqa: E731
                                        capture_output=True, text=True, timeout=180)
-    missing = run(str(tmp_path / "nope.ipynb"))
+    missing = run(str(tmp_path / "nope.ipynb"), "--solutions", str(SOLUTIONS))
     assert missing.returncode == 2 and "no such file" in missing.stderr
-    full = run(str(SOLUTIONS / "02-async-push.ipynb"))
-    assert full.returncode == 0 and "total" in full.stdout and "4 / 4" in full.stdout
-    zero = run(str(EXERCISES / "02-async-push.ipynb"))
-    assert zero.returncode == 1 and "0 / 4" in zero.stdout
+    total = sum(c.metadata["nbgrader"].get("points", 0)
+                for c in nbformat.read(SOLUTIONS / "02-async-push.ipynb", 4).cells if c.metadata["nbgrader"]["grade"])
+    full = run(str(SOLUTIONS / "02-async-push.ipynb"), "--solutions", str(SOLUTIONS))
+    assert full.returncode == 0 and "total" in full.stdout and f"{total:g} / {total:g}" in full.stdout
+    zero = run(str(EXERCISES / "02-async-push.ipynb"), "--solutions", str(SOLUTIONS))
+    assert zero.returncode == 1 and f"0 / {total:g}" in zero.stdout
     bad = tmp_path / "broken.ipynb"
     bad.write_text("{not json")
     broken = run(str(bad), "--solutions", str(SOLUTIONS))

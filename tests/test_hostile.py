@@ -133,10 +133,12 @@ def test_playground_constructor_survives_any_argument(data):
 
 
 @settings(max_examples=40, deadline=None)
-@given(notebook=st.one_of(st.text(max_size=8), garbage), timeout=st.one_of(number, st.just(5.0)))
-def test_the_grader_survives_any_argument(notebook, timeout):
-    from asyncps import grade
-    works_or_names(lambda **kw: grade.grade(**kw), dict(notebook=notebook, timeout=timeout))
+@given(notebook=st.one_of(st.text(max_size=8), garbage), solutions=st.one_of(st.text(max_size=8), garbage),
+       timeout=st.one_of(number, st.just(5.0)))
+def test_the_grader_and_the_self_check_survive_any_argument(notebook, solutions, timeout):
+    from asyncps import check, grade
+    works_or_names(lambda **kw: grade.grade(**kw), dict(notebook=notebook, solutions=solutions, timeout=timeout))
+    works_or_names(lambda **kw: check.check(**kw), dict(notebook=notebook, timeout=timeout))
 
 
 def test_a_trace_file_is_never_half_written(tmp_path, monkeypatch):

@@ -16,6 +16,13 @@ import asyncps as aps
 
 quadratic = aps.problems.Quadratic(curvature=[1.0, 4.0], x0=[1.0, 1.0])
 
+
+def your(name):
+    """The answer you wrote in a cell above (NotImplementedError while it is still missing)."""
+    if name not in globals():
+        raise NotImplementedError(f"{name} is not set yet: run your answer's cell above first")
+    return globals()[name]
+
 # %% [markdown]
 # ## Task 2.1 · the push
 # Write `async_push(params, version, grad, computed_on, lr)`. The server is at `version` with
@@ -86,10 +93,131 @@ assert same_as_builtin(mine) is True
 ### BEGIN HIDDEN TESTS
 wrong = aps.simulate(quadratic, workers=2, policy="async", lr=0.2, steps=8, compute_times=[1, 1.5])
 assert same_as_builtin(wrong) is False
+
+
+def half_step(params, version, grad, computed_on, lr):       # same lr, same events, other params
+    return params - 0.5 * lr * grad, version + 1, version - computed_on
+
+
+other_push = aps.simulate(quadratic, workers=2, policy="async", lr=0.1, steps=8, compute_times=[1, 1.5],
+                          apply=half_step)
+assert same_as_builtin(other_push) is False, "a different push with the same lr is not the same run"
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Task 2.3 · predict the staleness
+# Four workers with equal compute times, no jitter: `aps.simulate(quadratic, workers=4, steps=40,
+# apply=async_push)`. **Before you run it**: which staleness will most pushes have? Set
+# `predicted_staleness` to that integer. It is graded exactly against the most common staleness
+# in the run's `staleness_histogram()`.
+
+# %% solution id=predict-staleness task="Task 2.3: predict the staleness"
+### BEGIN SOLUTION
+predicted_staleness = 3       # each worker's pull is followed by the 3 other workers' pushes
+### END SOLUTION
+
+# %%
+four = aps.simulate(quadratic, workers=4, steps=40, apply=async_push)
+print("pushes stale by 0, 1, 2, ...:", four.trace.staleness_histogram().tolist())
+
+# %% tests id=check-predict-staleness points=1
+histogram = aps.simulate(quadratic, workers=4, steps=40).trace.staleness_histogram()
+guess = your("predicted_staleness")
+assert guess == int(np.argmax(histogram)), \
+    f"you predicted {guess!r}; most pushes are stale by {int(np.argmax(histogram))}"
+
+# %% [markdown]
+# ## Task 2.4 · a push that copes with a straggler
+# Now worker 3 is four times slower (`compute_times=[1, 1, 1, 4]`) and every compute time varies
+# by about 30 % (`jitter=0.3`): the staleness is no longer the same for every push, and the
+# straggler's pushes are very stale. Very stale gradients are what makes async diverge at a
+# large lr (lecture 03c measures it).
+#
+# Design `careful_push(params, version, grad, computed_on, lr)`: a push with the same signature
+# and the same versions and staleness as `async_push`, but free to move the parameters less — or
+# not at all — for a push it does not trust. It is graded by what it does, over the seeds 0–4:
+#
+# - **wider**: the largest lr in `GRID` at which the run still converges (not diverged, final loss
+#   below 1e-6 after 200 versions), averaged over the seeds (geometric mean), must be at least
+#   1.25 times that of plain `async_push`;
+# - **not slower**: at lr 0.05, where plain async converges comfortably, the mean number of
+#   versions to reach loss 1e-6 may be at most 1.6 times that of plain async.
+#
+# Shrinking every step, or dropping every stale push, fails one of the two. `stable_lr` and
+# `versions_at` below measure both for you: try a few designs.
+
+# %%
+GRID = np.round(0.05 * 1.1 ** np.arange(26), 4)         # 0.05 ... about 0.54
+STRAGGLER = dict(workers=4, policy="async", compute_times=[1, 1, 1, 4], jitter=0.3)
+
+
+def stable_lr(push, seed):
+    """The largest lr in GRID at which the straggler run with `push` converges (None: none does)."""
+    for lr in sorted(GRID, reverse=True):
+        run = aps.simulate(quadratic, lr=float(lr), steps=200, seed=seed, apply=push, **STRAGGLER)
+        if not run.diverged and run.losses[-1] < 1e-6:
+            return float(lr)
+    return None
+
+
+def versions_at(push, seed, lr=0.05):
+    """Versions the straggler run with `push` needs to reach loss 1e-6 at `lr` (None: not in 400)."""
+    run = aps.simulate(quadratic, lr=lr, steps=400, seed=seed, apply=push, **STRAGGLER)
+    return run.versions_to_reach(1e-6)
+
+# %% solution id=careful-push task="Task 2.4: a push that copes with a straggler"
+def careful_push(params, version, grad, computed_on, lr):
+    """Like async_push, but a push it does not trust moves the parameters less (or not at all)."""
+    ### BEGIN SOLUTION
+    staleness = version - computed_on
+    if staleness > 3:             # older than a round of the 4 workers: drop it, keep the version
+        return params.copy(), version + 1, staleness
+    return params - lr * grad, version + 1, staleness
+    ### END SOLUTION
+
+# %%
+for seed in range(2):
+    print(f"seed {seed}: largest stable lr plain {stable_lr(async_push, seed)}, yours "
+          f"{stable_lr(careful_push, seed)}; versions at lr 0.05 plain {versions_at(async_push, seed)}, "
+          f"yours {versions_at(careful_push, seed)}")
+
+# %% tests id=check-careful-push points=4
+new_params, new_version, staleness = careful_push(np.array([1.0, 1.0]), 5, np.array([0.5, 0.0]), 5, 0.1)
+assert new_version == 6 and staleness == 0, "the same versions and staleness as async_push"
+assert np.allclose(new_params, [0.95, 1.0]), "a fresh push (staleness 0) is the plain step"
+### BEGIN HIDDEN TESTS
+def reference_push(params, version, grad, computed_on, lr):
+    return params - lr * grad, version + 1, version - computed_on   # the built-in push
+
+
+def reference_stable_lr(push, seed):
+    for rate in reversed(sorted(GRID)):
+        ran = aps.simulate(quadratic, steps=200, lr=float(rate), apply=push, seed=seed, **STRAGGLER)
+        if ran.losses[-1] < 1e-6 and not ran.diverged:
+            return float(rate)   # the largest converging rate
+    return None
+
+
+def reference_versions(push, seed):
+    ran = aps.simulate(quadratic, steps=400, lr=0.05, apply=push, seed=seed, **STRAGGLER)
+    return ran.versions_to_reach(1e-6)
+
+
+plain_lr = [reference_stable_lr(reference_push, seed) for seed in range(5)]
+yours_lr = [reference_stable_lr(careful_push, seed) for seed in range(5)]
+assert None not in yours_lr, f"your push converges at no lr of GRID for some seed: {yours_lr}"
+gain = np.exp(np.mean(np.log(yours_lr)) - np.mean(np.log(plain_lr)))
+assert gain >= 1.25, f"largest stable lr {yours_lr}, plain {plain_lr}: only {gain:.2f} times wider"
+plain_versions = [reference_versions(reference_push, seed) for seed in range(5)]
+yours_versions = [reference_versions(careful_push, seed) for seed in range(5)]
+assert None not in yours_versions, f"at lr 0.05 your push does not reach 1e-6 in 400 versions"
+assert np.mean(yours_versions) <= 1.6 * np.mean(plain_versions), \
+    f"at lr 0.05 your push needs {yours_versions} versions, plain async {plain_versions}: too slow"
 ### END HIDDEN TESTS
 
 # %% [markdown]
 # ## Think about it (not graded)
-# With 4 equal workers, what staleness do you expect for most pushes? Run
-# `aps.simulate(quadratic, workers=4, steps=40, apply=async_push)` and look at
-# `run.trace.staleness_histogram()`.
+# 1. Your `careful_push` was tuned for 4 workers. What happens to it with 8 equal workers, where
+#    every push is stale by 7? What would you change?
+# 2. Lecture 03c divides every push's lr by staleness + 1. Where would that rule land on the two
+#    measures above, and why?

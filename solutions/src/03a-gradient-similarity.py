@@ -26,6 +26,13 @@ import asyncps as aps
 mlp = aps.problems.MLP(n=2048, dim=16, hidden=32, classes=4, seed=0)
 logistic = aps.problems.Logistic(n=2048, dim=10, seed=0)
 
+
+def your(name):
+    """The answer you wrote in a cell above (NotImplementedError while it is still missing)."""
+    if name not in globals():
+        raise NotImplementedError(f"{name} is not set yet: run your answer's cell above first")
+    return globals()[name]
+
 # %% [markdown]
 # ## Task 3a.1 · the cosine similarity
 # Write `cosine(a, b)`: the cosine of the angle between the vectors `a` and `b`,
@@ -129,11 +136,30 @@ assert abs(mean_pairwise_similarity(square) + 1 / 3) < 1e-12, "4 gradients that 
 # class (MLP: one class of 4 per worker; logistic: workers 0 and 1 see class 0, workers 2 and 3
 # class 1). All gradients are taken at the same parameters `x0`: what each worker would push at v0.
 
+# %% [markdown]
+# ## Task 3a.5 · predict, then measure
+# **Before you run the next cell**: for the MLP (4 classes, 4 workers), will the mean pairwise
+# cosine of the workers' gradients at `x0` be at least 0.5 with `"iid"` shards? With `"by_label"`
+# shards? Set `predicted_mlp` to a dict `{"iid": ..., "by_label": ...}` with the string `"above"`
+# (at least 0.5) or `"below"` for each. It is graded exactly against the measurement.
+
+# %% solution id=predict-mlp task="Task 3a.5: predict the MLP's similarity"
+### BEGIN SOLUTION
+predicted_mlp = {"iid": "above", "by_label": "below"}   # one class per worker: each pulls its own way
+### END SOLUTION
+
 # %%
 for name, problem in [("mlp", mlp), ("logistic", logistic)]:
     for partition in ["iid", "by_label"]:
         similarity = mean_pairwise_similarity(worker_gradients(problem, 4, partition, problem.x0))
         print(f"{name:>8} {partition:>8} shards at v0: mean pairwise cosine {similarity:7.4f}")
+
+# %% tests id=check-predict-mlp points=1
+guess = your("predicted_mlp")
+measured = {partition: "above" if mean_pairwise_similarity(
+                worker_gradients(mlp, 4, partition, mlp.x0)) >= 0.5 else "below"
+            for partition in ["iid", "by_label"]}
+assert guess == measured, f"you predicted {guess!r}; the measurement says {measured!r}"
 
 # %% [markdown]
 # Which way do the logistic workers step? The step is −lr × gradient; compare it with the direction
@@ -258,6 +284,62 @@ display(Markdown(
     f"{min(angles):.4f}): with this lr, a few versions barely turn the gradient. Lecture 03c shows "
     f"the other side: once lr × staleness is large, the stale gradient no longer points the right "
     f"way and the run diverges, however similar the workers' data."))
+
+# %% [markdown]
+# ## Task 3a.6 · choose a batch size
+# With minibatches a worker's gradient gets cheaper *and* less similar to the others' (lecture
+# 03a): claim A weakens as the batch shrinks, while each version costs less time. Here a gradient
+# on a batch of b examples costs `0.05 + b / 128` time units (a fixed overhead plus the examples
+# it reads). Choose the batch size for 4 async workers on the logistic regression (lr 0.5, iid
+# shards, `jitter=0.3`) that reaches loss 0.21 soonest **in virtual time**.
+#
+# Set `chosen_batch_size` to one of `BATCHES`. It is graded by what it does, over the seeds 0–4:
+# the run must reach loss 0.21 within 600 versions for every seed, and its mean time to get there
+# may be at most 1.5 times that of the best batch size in `BATCHES`. `time_to_target` measures one
+# run for you; measure before you choose.
+
+# %%
+BATCHES = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
+
+
+def time_to_target(batch_size, seed):
+    """Virtual time for 4 async workers to reach loss 0.21 with this batch size (None: not in 600)."""
+    run = aps.simulate(logistic, workers=4, policy="async", lr=0.5, steps=600, batch_size=batch_size,
+                       compute_times=[0.05 + batch_size / 128] * 4, jitter=0.3, seed=seed)
+    return run.time_to_reach(0.21)
+
+# %% solution id=batch-size task="Task 3a.6: choose a batch size"
+### BEGIN SOLUTION
+def mean_time(batch_size):
+    times = [time_to_target(batch_size, seed) for seed in range(5)]
+    return None if None in times else float(np.mean(times))
+
+
+measured_times = {b: mean_time(b) for b in BATCHES[:6]}       # larger batches only cost more
+chosen_batch_size = min((t, b) for b, t in measured_times.items() if t is not None)[1]
+### END SOLUTION
+
+# %%
+print("mean time to loss 0.21 with your batch size:",
+      np.mean([time_to_target(your("chosen_batch_size"), seed) for seed in range(5)]))
+
+# %% tests id=check-batch-size points=3
+chosen = your("chosen_batch_size")
+assert chosen in BATCHES, f"chosen_batch_size={chosen!r}: pick one of {BATCHES}"
+### BEGIN HIDDEN TESTS
+def reference_time(b, seed):
+    ran = aps.simulate(logistic, policy="async", workers=4, steps=600, lr=0.5, batch_size=b, seed=seed,
+                       jitter=0.3, compute_times=[0.05 + b / 128] * 4)
+    return ran.time_to_reach(0.21)
+
+
+yours = [reference_time(chosen, seed) for seed in range(5)]
+assert None not in yours, f"batch size {chosen} does not reach loss 0.21 in 600 versions for every seed"
+best = min(np.mean(times) for times in ([reference_time(b, seed) for seed in range(5)]
+                                          for b in (2, 4, 8, 16)) if None not in times)
+assert np.mean(yours) <= 1.5 * best, \
+    f"batch size {chosen} takes {np.mean(yours):.2f} on average; the best takes {best:.2f}"
+### END HIDDEN TESTS
 
 # %% [markdown]
 # ## Think about it (not graded)

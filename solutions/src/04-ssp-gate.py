@@ -4,8 +4,9 @@
 # Stale Synchronous Parallel (SSP, Ho et al. 2013) sits between sync and async. Each worker has a
 # **clock**: the number of gradients it has pushed. Before a worker starts its next iteration (pull,
 # compute, push), the server asks the **SSP gate**: is this worker at most **s** clocks ahead of the
-# slowest worker? If not, the worker waits until the slowest one pushes. You will write that gate;
-# then the real server runs your function, and you watch the waits in the Timeline.
+# slowest worker? If not, the worker waits until the slowest one pushes. You will write that gate
+# and watch the real server run it, measure how far ahead a worker starts, predict how stale SSP
+# lets a push get, and choose a threshold that meets a deadline and a staleness limit.
 #
 # Lecture notebook: `notebooks/04-stale-synchronous-parallel.ipynb`. Run every cell from the top;
 # a cell that says `NotImplementedError` is waiting for your code.
@@ -14,6 +15,7 @@
 import math
 
 import numpy as np
+from IPython.display import Markdown, display
 
 import asyncps as aps
 
@@ -137,23 +139,158 @@ assert largest_clock_gap(straggler.trace) == reference_gap(straggler.trace) > 5
 
 # %%
 with_straggler = dict(workers=4, lr=0.05, steps=60, compute_times=[1, 1, 1, 4])
+no_threshold = aps.simulate(problem, policy="async", **with_straggler)
 for max_ahead in [0, 1, 2, 4]:
     ssp = aps.simulate(problem, policy="ssp", max_clocks_ahead=max_ahead, gate=gate,
                        **with_straggler)
     print(f"ssp s={max_ahead}: largest clock gap at a pull {largest_clock_gap(ssp.trace)}, "
           f"waits {len(ssp.trace.waits)}")
-no_threshold = aps.simulate(problem, policy="async", **with_straggler)
 print(f"async:   largest clock gap at a pull {largest_clock_gap(no_threshold.trace)}, "
       f"waits {len(no_threshold.trace.waits)}")
 
+# %%
+display(Markdown(
+    f"With the straggler every threshold is reached exactly: the fast workers run ahead until the gate "
+    f"stops them, s clocks ahead of worker 3. Without a threshold (async) a fast worker started an "
+    f"iteration {largest_clock_gap(no_threshold.trace)} clocks ahead, and nobody ever waited."))
+
 # %% [markdown]
-# With the straggler every threshold is reached exactly: the fast workers run ahead until the gate
-# stops them, s clocks ahead of worker 3. Without a threshold (async) a fast worker started an
-# iteration 15 clocks ahead, and nobody ever waited.
+# ## Task 4.3 · predict the staleness, then measure it
+# The threshold s is in **clocks**; staleness is in **versions**. Lecture 04 derived how many
+# versions a push can be stale under the gate. Predict two numbers **before** you run the next cell
+# (each is a whole number of versions; both are graded exactly):
+#
+# 1. `predicted_largest_staleness`: **4 workers**, s = 2, compute times that vary at random
+#    (`jitter` 0.5, 1 and 2, five seeds each, worker 3 needs 3 time units per gradient on average,
+#    the others 1). What is the largest staleness of any push in all these runs? (The runs are
+#    varied enough that the worst case happens.)
+# 2. `predicted_straggler_staleness`: **6 workers**, s = 2, no jitter, worker 5 needs 4 time units
+#    per gradient, the others 1. After its first few pushes, every push of worker 5 has the same
+#    staleness. Which?
+
+# %% solution id=predict-staleness task="Task 4.3: predict the staleness"
+predicted_largest_staleness = None     # versions: any push, 4 workers, s = 2, random compute times
+predicted_straggler_staleness = None   # versions: the straggler's later pushes, 6 workers, s = 2
+### BEGIN SOLUTION
+# each of the N - 1 others pushes at most 2s + 1 times between a pull and its push
+predicted_largest_staleness = (4 - 1) * (2 * 2 + 1)
+# the fast workers wait at the gate and push once per slow gradient: one push by each of the 5
+predicted_straggler_staleness = 6 - 1
+### END SOLUTION
+
+# %% [markdown]
+# Now measure both:
+
+# %%
+random_times = []
+for jitter in (0.5, 1.0, 2.0):
+    for seed in (0, 1, 2, 3, 4):
+        r = aps.simulate(problem, workers=4, policy="ssp", max_clocks_ahead=2, lr=0.05, steps=200,
+                         compute_times=[1, 1, 1, 3], jitter=jitter, seed=seed)
+        random_times.append(max(p.staleness for p in r.trace.pushes))
+measured_largest = max(random_times)
+print(f"4 workers, s = 2: largest staleness of any push in each of the 15 runs {random_times}, "
+      f"largest of all {measured_largest}")
+six = aps.simulate(problem, workers=6, policy="ssp", max_clocks_ahead=2, lr=0.05, steps=200,
+                   compute_times=[1, 1, 1, 1, 1, 4])
+slow = [p.staleness for p in six.trace.pushes if p.worker == 5]
+measured_straggler = slow[-1]
+print(f"6 workers, s = 2: worker 5's pushes are stale by {slow[:8]} ... {slow[-3:]}")
+
+# %% tests id=check-predict-staleness points=2
+if predicted_largest_staleness is None or predicted_straggler_staleness is None:
+    raise NotImplementedError("Task 4.3: write both predictions in the cell above first")
+for name, value in (("predicted_largest_staleness", predicted_largest_staleness),
+                    ("predicted_straggler_staleness", predicted_straggler_staleness)):
+    assert isinstance(value, (int, np.integer)) and value >= 0, f"{name} must be a whole number >= 0"
+### BEGIN HIDDEN TESTS
+_worst = max(max(p.staleness for p in aps.simulate(
+    problem, workers=4, policy="ssp", max_clocks_ahead=2, lr=0.05, steps=200, compute_times=[1, 1, 1, 3],
+    jitter=_jitter, seed=_seed).trace.pushes) for _jitter in (0.5, 1.0, 2.0) for _seed in range(5))
+assert _worst == (4 - 1) * (2 * 2 + 1)
+assert predicted_largest_staleness == _worst, "the bound (N - 1)(2s + 1) is reached"
+_six = aps.simulate(problem, workers=6, policy="ssp", max_clocks_ahead=2, lr=0.05, steps=200,
+                    compute_times=[1] * 5 + [4])
+_last = [p.staleness for p in _six.trace.pushes if p.worker == 5][-1]
+assert _last == 6 - 1
+assert predicted_straggler_staleness == _last, "one push by each fast worker per slow gradient"
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Task 4.4 · choose a threshold
+# Eight workers train with SSP at lr 0.1 for 400 versions. Every compute time varies at random
+# (`jitter=1.0`), and worker 7 needs 1.5 time units per gradient on average, the others 1. Your
+# threshold s must meet three requirements, checked on the five runs with seeds 0–4:
+#
+# - **deadline:** the median over the five runs of the time the 400 versions take
+#   (`run.trace.duration`) is at most 170 time units;
+# - **staleness limit:** lr 0.1 was tested only for gradients at most 35 versions stale, so no push
+#   in any of the five runs may be staler than 35;
+# - **loss:** every run ends within 2 % of the smallest loss (`TARGET_LOSS` below).
+#
+# Set `threshold` to a whole number s ≥ 0. Think first: which thresholds does the staleness bound of
+# Task 4.3 allow? Then measure with `trial(s)`, which makes the five runs and reports what is checked.
+# The grader makes the same runs with your threshold.
+
+# %%
+EIGHT = dict(workers=8, policy="ssp", lr=0.1, steps=400, compute_times=[1] * 7 + [1.5], jitter=1.0)
+TARGET_LOSS = 1.02 * problem.loss(np.linalg.lstsq(problem.A, problem.b, rcond=None)[0])
+
+
+def trial(s):
+    """The five runs with threshold s: (median duration, largest staleness, largest final loss)."""
+    runs = [aps.simulate(problem, max_clocks_ahead=s, seed=seed, loss_every=400, **EIGHT)
+            for seed in range(5)]
+    result = (float(np.median([r.trace.duration for r in runs])),
+              max(max(p.staleness for p in r.trace.pushes) for r in runs),
+              max(r.losses[-1] for r in runs))
+    print(f"s={s}: median duration {result[0]:.1f} (deadline 170), largest staleness {result[1]} "
+          f"(limit 35), largest final loss {result[2]:.5f} (target {TARGET_LOSS:.5f})")
+    return result
+
+
+for s in (0, 1000):                # s = 1000: no limit in practice, async
+    trial(s)
+
+# %% solution id=choose-threshold task="Task 4.4: choose a threshold"
+threshold = None       # your s: a whole number >= 0
+### BEGIN SOLUTION
+# the bound 7 (2s + 1) <= 35 allows s <= 2 for sure; s = 2 is the fastest of those
+threshold = 2
+### END SOLUTION
+
+# %% tests id=check-choose-threshold points=3
+if threshold is None:
+    raise NotImplementedError("Task 4.4: set threshold in the cell above first")
+assert isinstance(threshold, (int, np.integer)) and threshold >= 0, \
+    "threshold must be a whole number >= 0"
+### BEGIN HIDDEN TESTS
+_best_loss = problem.loss(np.linalg.lstsq(problem.A, problem.b, rcond=None)[0])
+_graded_runs = [aps.simulate(problem, workers=8, policy="ssp", max_clocks_ahead=int(threshold), lr=0.1,
+                             steps=400, compute_times=[1] * 7 + [1.5], jitter=1.0, seed=_s,
+                             loss_every=400) for _s in range(5)]
+_duration = float(np.median([r.trace.duration for r in _graded_runs]))
+_stalest = max(max(p.staleness for p in r.trace.pushes) for r in _graded_runs)
+assert _duration <= 170, f"threshold {threshold}: median duration {_duration:.1f} misses the deadline 170"
+assert _stalest <= 35, f"threshold {threshold}: a push {_stalest} versions stale, over the limit 35"
+assert all(r.losses[-1] <= 1.02 * _best_loss for r in _graded_runs), "a run ended above the loss target"
+### END HIDDEN TESTS
+
+# %%
+if threshold is None:
+    print("Set threshold in Task 4.4 first.")
+else:
+    display(Markdown(
+        f"Your threshold s = {threshold}: the bound (N − 1)(2s + 1) = {7 * (2 * threshold + 1)} versions "
+        f"for eight workers. The measured runs:"))
+    chosen = trial(threshold)
 
 # %% [markdown]
 # ## Think about it (not graded)
 # 1. With s = 1, the gap at a pull is at most 1 — but right after a push, the fastest worker's clock
 #    can be 2 ahead of the slowest. Why does that not break the promise?
-# 2. The threshold s is in **clocks**, staleness is in **versions**. With 4 workers and s = 1, how
-#    stale can the straggler's push be? Check with `run.trace.staleness_histogram()`.
+# 2. In Task 4.3 the straggler's later pushes were much less stale than the bound. Which bound from
+#    lecture 04 holds for the pushes of a worker that was the slowest when it pulled, and why do its
+#    *later* pushes stay below even that?
+# 3. In Task 4.4 the staleness bound allowed one threshold for certain. Did a larger one also stay
+#    under the limit in the five runs? Would you trust it on the next five seeds?
