@@ -1,85 +1,124 @@
 # Two commands do all set-up on a fresh machine with Python 3.11+ and make:
-#   make lab    create .venv, install asyncps and its dependencies, start JupyterLab on notebooks/
-#   make test   create .venv if missing, run the whole test suite (browser tests included:
-#               as root, where Chromium is missing, it installs Debian's chromium first)
+#   make lab    create .venv, install asyncps for the lecture, open JupyterLab at the repository
+#               root on notebooks/00-start-here.ipynb (the lectures link ../exercises/)
+#   make test   create .venv if missing, run the whole test suite (browser tests included: as
+#               root, where Chromium is missing, it tries Debian's chromium; if that cannot be
+#               installed the browser tests skip saying why, and fail with CI=true)
 #   make demo   serve the Playground with Voila on 127.0.0.1 (classroom mode)
 PYTHON ?= python3
 VENV   ?= .venv
 PY      = $(VENV)/bin/python
-STAMP   = $(VENV)/.installed
-# The CPU build of torch, installed before the package so that its range
-# (torch>=2.3) is already satisfied and pip never pulls a multi-GB CUDA build.
-TORCH  ?= torch==2.13.0
+LAB     = $(VENV)/.installed-lab
+TEST    = $(VENV)/.installed-test
+
+# torch. On Linux, PyPI's torch is the CUDA build (~15 nvidia-* packages, several GB); the CPU
+# build is "+cpu" on PyTorch's own index. It is installed first, alone, so that nothing later can
+# swap it for the CUDA build; a local wheel cache (PIP_FIND_LINKS) serves it with no network.
+# GPU users: make lab TORCH=cuda (PyPI's default build; after `make clean` if .venv exists).
+TORCH         ?= cpu
+TORCH_VERSION ?= 2.13.0
+ifeq ($(TORCH),cpu)
+  ifeq ($(shell uname -s),Linux)
+    TORCH_REQ   = torch==$(TORCH_VERSION)+cpu
+    TORCH_INDEX = --index-url https://download.pytorch.org/whl/cpu --retries 1
+  else
+    TORCH_REQ   = torch==$(TORCH_VERSION)
+  endif
+else ifeq ($(TORCH),cuda)
+  TORCH_REQ = torch==$(TORCH_VERSION)
+else
+  $(error TORCH=$(TORCH): use TORCH=cpu (the default) or TORCH=cuda)
+endif
+PIP_FLAGS ?=
 
 CHROMIUM ?= /usr/bin/chromium
+# where make lab opens: the root is the repository, so the lectures' ../exercises/ links work
+START    ?= /lab/tree/notebooks/00-start-here.ipynb
 
-.PHONY: lab test test-fast demo venv browser bench bench-quick reliability notebooks slides solutions exercises grade check student-bundle clean
+.PHONY: lab test test-fast demo venv torch packages browser bench bench-quick reliability notebooks slides solutions exercises grade check student-bundle clean
 
-venv: $(STAMP)
+venv: $(LAB)
 
-$(STAMP): pyproject.toml
+# The two install steps, each a target of its own (tests/test_install.py runs them with the
+# package index unreachable): torch alone, then the package and its extras.
+$(PY):
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install "$(TORCH)"
-	$(PY) -m pip install -e ".[test]"
-	touch $(STAMP)
+
+torch: $(PY)
+	$(PY) -m pip install --no-deps $(TORCH_INDEX) "$(TORCH_REQ)"
+
+packages: $(PY)
+	$(PY) -m pip install $(PIP_FLAGS) "$(TORCH_REQ)" -e ".[$(EXTRAS)]"
+
+$(LAB): pyproject.toml
+	$(MAKE) --no-print-directory torch
+	$(MAKE) --no-print-directory packages EXTRAS=torch,lab
+	touch $@
+
+$(TEST): pyproject.toml $(LAB)
+	$(MAKE) --no-print-directory packages EXTRAS=test
+	touch $@
 
 # Debian's Chromium for the browser tests (Playwright drives it; never `playwright install`).
+# Nothing here stops `make test`: where it cannot be installed, the browser tests say so.
 browser:
 	@if [ -x "$(CHROMIUM)" ]; then :; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 		echo "installing Debian's chromium for the browser tests"; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } \
+		|| echo "make: could not install chromium with apt-get: the browser tests will skip (CI=true: fail)"; \
 	else echo "make: no Chromium at $(CHROMIUM) and not root: the browser tests will skip (CI=true: fail)"; fi
 
-lab: $(STAMP)
-	$(VENV)/bin/jupyter lab --notebook-dir=notebooks --ServerApp.ip=127.0.0.1 --no-browser \
+lab: $(LAB)
+	$(VENV)/bin/jupyter lab --ServerApp.root_dir=. --LabApp.default_url=$(START) \
+		--ServerApp.ip=127.0.0.1 --no-browser \
 		$$([ "$$(id -u)" = 0 ] && echo --allow-root)   # containers and CI run as root
 
-demo: $(STAMP)
+demo: $(LAB)
 	$(VENV)/bin/voila notebooks/playground.ipynb --no-browser --Voila.ip=127.0.0.1 \
 		--token=$$($(PY) -c "import secrets; print(secrets.token_hex(16))")
 
-test: $(STAMP) browser
+test: $(TEST) browser
 	$(PY) -m pytest
 
 # the developers' loop: the unit tests only (no notebooks, no browser, nothing marked slow); CI runs make test
-test-fast: $(STAMP)
+test-fast: $(TEST)
 	$(PY) -m pytest tests --ignore=tests/browser -m "not slow" -p no:nbval -o addopts="-ra --strict-markers"
 
-notebooks: $(STAMP)
+notebooks: $(LAB)
 	$(PY) scripts/notebooks.py
 
 # the assignments: solutions/src/*.py -> solutions/*.ipynb (executed) -> exercises/*.ipynb (stubs)
-solutions: $(STAMP)
+solutions: $(LAB)
 	$(PY) scripts/notebooks.py --solutions
 
-exercises: $(STAMP)
+exercises: $(LAB)
 	$(PY) -m asyncps.assignments solutions exercises
 
 # instructors: grade a student's notebook with the solutions' tests, hidden ones included
-grade: $(STAMP)
+grade: $(LAB)
 	$(PY) -m asyncps.grade $(NB) --solutions solutions
 
 # students: check your own notebook against the visible tests (never reads solutions/)
-check: $(STAMP)
+check: $(LAB)
 	$(PY) -m asyncps.check $(NB)
 
 # what a course hands to students: build/student-bundle/ (and .zip), no solutions, no hidden tests
-student-bundle: $(STAMP)
+student-bundle: $(LAB)
 	$(PY) scripts/student_bundle.py build/student-bundle
 
-slides: $(STAMP)
+slides: $(LAB)
 	$(VENV)/bin/jupyter nbconvert --to slides notebooks/[0-9]*.ipynb --output-dir build/slides
 	@echo "slides in build/slides/ (they load reveal.js from a CDN when opened)"
 
-bench: $(STAMP)
+bench: $(TEST)
 	$(PY) -m asyncps.bench
 	$(PY) scripts/bench_widgets.py
 
-reliability: $(STAMP)
+reliability: $(TEST)
 	$(PY) scripts/reliability.py
 
-bench-quick: $(STAMP)
+bench-quick: $(TEST)
 	$(PY) -m asyncps.bench --quick --out build/benchmarks
 
 clean:

@@ -6,16 +6,28 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-CONDA_NAMES = {"torch": "pytorch"}          # where conda-forge spells a package differently
+CONDA_NAMES = {"torch": "pytorch",         # where conda-forge spells a package differently
+               "playwright": "playwright-python"}   # conda-forge's `playwright` is the Node tool
 
 
-def _pyproject_requirements():
+def _pyproject_requirements(extra="test"):
+    """What `pip install .[extra]` asks for: the base list and the extra, self-references expanded."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    reqs = project["dependencies"] + project["optional-dependencies"]["test"]
+    optional = project["optional-dependencies"]
+
+    def expand(reqs):
+        for req in reqs:
+            self_ref = re.fullmatch(r"asyncps\[([\w,]+)\]", req.replace(" ", ""))
+            if self_ref:
+                for name in self_ref.group(1).split(","):
+                    yield from expand(optional[name])
+            else:
+                yield req
+
     parsed = {}
-    for req in reqs:
+    for req in expand(project["dependencies"] + optional[extra]):
         name, spec = re.fullmatch(r"([A-Za-z0-9_.-]+)\s*(.*)", req).groups()
-        parsed[CONDA_NAMES.get(name.lower(), name.lower())] = spec.replace(" ", "")
+        parsed[CONDA_NAMES.get(name.lower(), name.lower())] = spec.split("#")[0].replace(" ", "")
     return parsed
 
 
@@ -54,11 +66,37 @@ def test_ci_runs_make_test_and_nothing_else():
     assert "|| true" not in (ROOT / ".ci/run").read_text()
 
 
-def test_makefile_installs_cpu_torch_before_the_package():
+def test_makefile_installs_cpu_torch_alone_before_the_package():
     text = (ROOT / "Makefile").read_text()
-    assert "TORCH  ?= torch==2.13.0" in text
-    recipe = text[text.index("$(STAMP): pyproject.toml"):]
-    assert recipe.index('pip install "$(TORCH)"') < recipe.index('pip install -e ".[test]"')
+    assert "TORCH_REQ   = torch==$(TORCH_VERSION)+cpu" in text
+    assert "--index-url https://download.pytorch.org/whl/cpu" in text
+    recipe = text[text.index("$(LAB): pyproject.toml"):]
+    assert recipe.index("torch") < recipe.index("packages EXTRAS=torch,lab")
+    assert '-e ".[$(EXTRAS)]"' in text and '"$(TORCH_REQ)" -e' in text     # the pin stays in force
+
+
+def test_make_lab_opens_the_first_lecture_at_the_repository_root():
+    text = (ROOT / "Makefile").read_text()
+    start = re.search(r"^START\s*\?= /lab/tree/(\S+)", text, flags=re.M).group(1)
+    assert (ROOT / start).is_file() and start == "notebooks/00-start-here.ipynb"
+    assert "--ServerApp.root_dir=. --LabApp.default_url=$(START)" in text
+
+
+def test_the_notebooks_readme_names_every_notebook():
+    text = (ROOT / "notebooks" / "README.md").read_text()
+    missing = [nb.stem for nb in (ROOT / "notebooks").glob("*.ipynb") if f"`{nb.stem}`" not in text]
+    assert not missing and "not written" not in text
+
+
+def test_one_version_source_a_license_and_a_changelog():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert "version" in project["project"]["dynamic"] and "version" not in project["project"]
+    assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "asyncps.__version__"}
+    import asyncps
+    from importlib.metadata import version
+    assert version("asyncps") == asyncps.__version__
+    assert (ROOT / "LICENSE").read_text().startswith("MIT License")
+    assert "## Unreleased" in (ROOT / "CHANGELOG.md").read_text()
 
 
 def test_importing_asyncps_imports_numpy_only():
