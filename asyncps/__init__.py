@@ -11,15 +11,27 @@ from .core import (LR_SCHEDULES, POLICIES, Compute, Lost, ParameterServer, Pull,
                    RunConfig, Snapshot, Trace, Wait, load_run, violations)
 from .engines import ENGINES, compare, simulate, train
 from .problems import Problem
+from .core import display as _display
+
+
+def _summary_html(run_or_trace):
+    """How Jupyter draws a Run or Trace (core/display.py): the widgets layer's summary, imported
+    on the first display, so `import asyncps` still needs no Jupyter."""
+    from .widgets.summary import html
+    return html(run_or_trace)
+
+
+_display.register_html(_summary_html)
 
 __version__ = "0.1.0"
 
 
 def __getattr__(name):
-    """`aps.widgets` is imported on first use, so `import asyncps` needs no Jupyter."""
-    if name == "widgets":
+    """`aps.widgets` and `aps.plot` are imported on first use, so `import asyncps` needs no
+    Jupyter and no matplotlib."""
+    if name in ("widgets", "plot"):
         import importlib
-        return importlib.import_module(".widgets", __name__)
+        return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'asyncps' has no attribute {name!r}")
 __all__ = ["simulate", "train", "compare", "load_run", "violations", "ENGINES", "Lost", "ParameterServer", "Snapshot", "Trace", "Run", "Pull", "Compute", "Push",
-           "Wait", "Problem", "problems", "widgets", "POLICIES", "LR_SCHEDULES", "RunConfig"]
+           "Wait", "Problem", "problems", "widgets", "plot", "POLICIES", "LR_SCHEDULES", "RunConfig"]

@@ -96,8 +96,8 @@ def generate(solutions, exercises, check=False):
     return stale
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m asyncps.assignments", description=__doc__.split("\n\n")[0])
+def main(argv=None, prog="python -m asyncps.assignments"):
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
     parser.add_argument("solutions", type=Path)
     parser.add_argument("exercises", type=Path)
     parser.add_argument("--check", action="store_true", help="only say whether exercises/ is stale")

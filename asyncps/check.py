@@ -23,8 +23,8 @@ def check(notebook, timeout=120):
     return run_graded(notebook, student, copy.deepcopy(student), timeout)
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m asyncps.check", description=__doc__.split("\n\n")[0])
+def main(argv=None, prog="python -m asyncps.check"):
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
     parser.add_argument("notebook", help="your notebook (.ipynb)")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds a cell may run")
     args = parser.parse_args(argv)

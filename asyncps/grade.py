@@ -136,8 +136,8 @@ def report(results, name, tool="asyncps.grade"):
     return "\n".join(lines)
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m asyncps.grade", description=__doc__.split("\n\n")[0])
+def main(argv=None, prog="python -m asyncps.grade"):
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
     parser.add_argument("notebook", help="the student's notebook (.ipynb)")
     parser.add_argument("--solutions", required=True, help="folder of the instructor's solution "
                         "notebooks (students: python -m asyncps.check NOTEBOOK)")

@@ -35,8 +35,8 @@ def make_problem(name, seed):
             "mlp": lambda: problems.MLP(n=4096, dim=32, hidden=64, classes=8, seed=seed)}[name]()
 
 
-def parse(argv):
-    p = argparse.ArgumentParser(prog="python -m asyncps.launch", description=__doc__.split("\n\n")[0])
+def parse(argv, prog="python -m asyncps.launch"):
+    p = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
     p.add_argument("--problem", choices=PROBLEMS, default="lsq")
     p.add_argument("--policy", choices=("sync", "async", "ssp"), default="async")
     p.add_argument("--max-clocks-ahead", type=int, default=None,
@@ -68,8 +68,8 @@ def config_of(args, workers):
                      devices=("cpu",) * workers, launcher="asyncps.launch")
 
 
-def main(argv=None):
-    args = parse(sys.argv[1:] if argv is None else argv)
+def main(argv=None, prog="python -m asyncps.launch"):
+    args = parse(sys.argv[1:] if argv is None else argv, prog)
     try:
         rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     except KeyError as missing:

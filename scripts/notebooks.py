@@ -21,6 +21,7 @@ Assignment solutions also carry nbgrader cell metadata (every other cell is lock
     # %% solution id=push task="Task 1.1: the asynchronous push"   code between ### BEGIN/END SOLUTION
     # %% tests id=check-push points=2                              graded; may hold ### BEGIN HIDDEN TESTS
 """
+import os
 import shlex
 import re
 import sys
@@ -29,6 +30,9 @@ from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
+
+# No progress bars in the kernels: one shown after a delay makes outputs timing-dependent (nbval).
+os.environ.setdefault("TQDM_DISABLE", "1")
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES, OUT = ROOT / "notebooks" / "src", ROOT / "notebooks"

@@ -177,8 +177,8 @@ def plots(results, out):
     plt.close(fig)
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m asyncps.bench", description=__doc__.split("\n\n")[0])
+def main(argv=None, prog="python -m asyncps.bench"):
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, one lr per policy, ~2-3 minutes")
     parser.add_argument("--out", type=Path, default=Path("docs/benchmarks"))
     args = parser.parse_args(argv)

@@ -55,6 +55,12 @@ class Run:
                 f"final loss={self.losses[-1]:.4g}, mean staleness={s['mean_staleness']:.2f})")
         return text + (f"\n  {self.message}" if self.message else "")
 
+    def _repr_html_(self):
+        """Jupyter's view: the summary line, the loss (and accuracy) per version and the staleness
+        histogram, drawn by the view layer registered in display.py (None without one)."""
+        from .display import html
+        return html(self)
+
 
 def save_run(run, path):
     """Write `run` to `path` (.npz) atomically."""

@@ -151,6 +151,20 @@ class Trace:
                 "max_staleness": int(hist.size - 1) if hist.sum() else 0,
                 "idle_time": self.idle_time_per_worker().tolist(), "duration": self.duration}
 
+    def __repr__(self):
+        """One line, like Run's (the events themselves: trace.events)."""
+        s = self.summary()
+        events = len(self.events) + self.beyond.get("events", 0)
+        return (f"Trace({self.meta.get('policy', '?')}, workers={self.workers}, events={events}, "
+                f"pushes={s['pushes']}, versions={max(s['versions'], 0)}, "
+                f"mean staleness={s['mean_staleness']:.2f})")
+
+    def _repr_html_(self):
+        """Jupyter's view: the summary line and the staleness histogram, drawn by the view layer
+        registered in display.py (None without one: Jupyter shows the repr)."""
+        from .display import html
+        return html(self)
+
     # -- JSON (asyncps/core/tracefile.py) -----------------------------------
     def to_dict(self):
         return tracefile.to_dict(self)
@@ -162,6 +176,16 @@ class Trace:
         if path is not None:
             tracefile.write_atomically(path, text)
         return text
+
+    def to_chrome_trace(self, path=None):
+        """The trace in the Chrome trace-event format (asyncps/core/chrome.py), to open in Perfetto
+        (ui.perfetto.dev) or chrome://tracing: the dict, or written as JSON to `path`, returns path."""
+        from .chrome import chrome_trace
+        data = chrome_trace(self)
+        if path is None:
+            return data
+        tracefile.write_atomically(path, json.dumps(data))
+        return path
 
     @classmethod
     def from_dict(cls, data, where="trace"):

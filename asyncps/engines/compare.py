@@ -26,7 +26,7 @@ def compare(problem=None, workers=4, policy="async", max_clocks_ahead=2, lr=0.05
                               lr_schedule=lr_schedule, steps=steps, compute_times=times,
                               partition=partition, push_every=push_every, seed=seed,
                               jitter=jitter, comm_delay=comm_delay, momentum=momentum,
-                              batch_size=batch_size)
+                              batch_size=batch_size, progress=False)   # a view redraws: no bar
         if runs[name].diverged:
             notes.append(f"{name}: {runs[name].message}")
     if workers == 1:

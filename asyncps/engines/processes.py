@@ -124,7 +124,9 @@ def _child(k, payload, shard, slot, flags, shared, seq, offset, conn):
 
 
 # -- the parent: one loop serves every worker -------------------------------------
-def run_processes(server, problem, shards, config, copies, offset):
+def run_processes(server, problem, shards, config, copies, offset, progress=None):
+    """Serve every worker process from this one; `progress(version)` (optional) is told the
+    server's version between messages."""
     import torch
 
     dtype = torch.from_numpy(server.params[:0]).dtype          # the problem's: float32 for a model
@@ -143,7 +145,8 @@ def run_processes(server, problem, shards, config, copies, offset):
         for conn in children.conns:
             conn.send(start)
         clock = lambda: offset + time.perf_counter() - start      # noqa: E731
-        _serve(server, children, slots.numpy(), flags, seq.numpy(), clock, copies, config.timeout)
+        _serve(server, children, slots.numpy(), flags, seq.numpy(), clock, copies, config.timeout,
+               progress)
         children.ok = True
 
 
@@ -162,7 +165,7 @@ def _wait_ready(children, timeout):
             raise TimeoutError(f"workers {sorted(waiting)} did not start in time")
 
 
-def _serve(server, children, views, flags, seq, clock, copies, timeout):
+def _serve(server, children, views, flags, seq, clock, copies, timeout, progress):
     conns = children.conns
     live, parked = set(range(len(conns))), set()
     last = time.monotonic()
@@ -207,6 +210,8 @@ def _serve(server, children, views, flags, seq, clock, copies, timeout):
                 raise procs.remote_error(f"worker {k}", args[0], args[1])
         if server.done:
             flags[0] = 1
+        if progress is not None:
+            progress(server.version)
         for k in sorted(parked):
             if server.may_start(k):
                 parked.discard(k)

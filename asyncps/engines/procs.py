@@ -1,7 +1,9 @@
 """Worker processes, for every engine that has them (processes, rpc): start, watch, tear down.
 
 Children come from multiprocessing's fork server, a clean helper process that imports torch
-once (safe from a notebook; each run then starts its children in milliseconds). Each child gets
+once (safe from a notebook; each run then starts its children in milliseconds). Where there is
+no fork server (Windows) they are spawned: each child starts a fresh Python and imports torch
+itself (a second or two per child), and a script must start runs under `if __name__ == "__main__":`. Each child gets
 a pipe. `receive` waits on every live child's pipe *and* its process sentinel at once, so a child
 that dies without a word is noticed at once. `Children` as a context manager leaves nothing
 behind: every child is joined, terminated or killed on the way out, on success or on error.
@@ -18,6 +20,11 @@ from multiprocessing.connection import wait
 PRELOAD = ["numpy", "torch", "cloudpickle", "asyncps.engines.processes", "asyncps.engines.rpc.world"]
 
 
+MAIN_GUARD = ("a worker process could not start: each one imports the script that started the run, "
+              "and this script starts a run when imported. Put that code under "
+              "`if __name__ == \"__main__\":` (a notebook needs nothing), or use engine='threads'")
+
+
 class RemoteTraceback(Exception):
     """The traceback of an error raised inside a worker process."""
 
@@ -25,12 +32,22 @@ class RemoteTraceback(Exception):
         return self.args[0]
 
 
+def start_method(available=None):
+    """'forkserver' where the platform has it (Linux, macOS), else 'spawn' (Windows)."""
+    import multiprocessing
+
+    available = multiprocessing.get_all_start_methods() if available is None else available
+    return "forkserver" if "forkserver" in available else "spawn"
+
+
 def context():
     """The multiprocessing context of every engine with worker processes."""
     import torch.multiprocessing as mp
 
-    ctx = mp.get_context("forkserver")
-    ctx.set_forkserver_preload(PRELOAD)
+    method = start_method()
+    ctx = mp.get_context(method)
+    if method == "forkserver":
+        ctx.set_forkserver_preload(PRELOAD)
     return ctx
 
 
@@ -55,7 +72,14 @@ class Children:
         """Start `target(*args, conn)` in a child; returns its index."""
         ours, theirs = self.ctx.Pipe()
         proc = self.ctx.Process(target=target, name=name, daemon=True, args=(*args, theirs))
-        proc.start()
+        try:
+            proc.start()
+        except (RuntimeError, BrokenPipeError, EOFError) as err:
+            # the child re-imports the script that started the run (spawn, forkserver): unguarded,
+            # that script starts a run again, and the child or the fork server gives up
+            if isinstance(err, RuntimeError) and "bootstrapping phase" not in str(err):
+                raise
+            raise RuntimeError(MAIN_GUARD) from None
         theirs.close()
         self.procs.append(proc)
         self.conns.append(ours)

@@ -14,28 +14,31 @@ import heapq
 import numpy as np
 
 from ..core.config import configure
-from .entry import signature
+from .entry import Progress, signature
 from .worker import COMPUTE, GATE, SEND, one_torch_thread, prepare, worker_loop, worker_rng
 
 
-def simulate(problem, **arguments):
+def simulate(problem, *, progress=None, **arguments):
     """Run a parameter server in virtual time and return its Run (trace, losses, params).
 
     `steps` counts server versions after v0 (with push_every=None: local steps per worker).
     `max_clocks_ahead`: the SSP threshold (policy="ssp"). `apply`, `average`, `gate`: a
     learner's own push, sync round or SSP gate (asyncps.core.hooks). Every argument is a field of
-    `asyncps.core.RunConfig`.
+    `asyncps.core.RunConfig`, except `progress` (None: a bar when the run takes over 2 s; True,
+    False), which only changes what you see.
     """
     config = configure("simulate", arguments)
     server, shards = prepare(problem, config)
-    return run_simulation(server, problem, shards, config)
+    with Progress(progress, server, "simulate") as bar:
+        return run_simulation(server, problem, shards, config, bar)
 
 
-simulate.__signature__ = signature("simulate", before=("problem",))
+simulate.__signature__ = signature("simulate", before=("problem",), after=(("progress", None),))
 
 
-def run_simulation(server, problem, shards, config):
-    """Drive every worker loop with one virtual clock until the server is done."""
+def run_simulation(server, problem, shards, config, progress=None):
+    """Drive every worker loop with one virtual clock until the server is done; `progress(version)`
+    (optional) is told the server's version as it goes."""
     workers, times, jitter, comm_delay, seed = (config.workers, config.compute_times, config.jitter,
                                                 config.comm_delay, config.seed)
     now = 0.0
@@ -70,6 +73,8 @@ def run_simulation(server, problem, shards, config):
         while queue and not server.done:
             now, _, k = heapq.heappop(queue)
             advance(k)
+            if progress is not None:
+                progress(server.version)
             if not parked or (config.gate is None and server.slowest == slowest and not server.done):
                 continue                                    # a gate opens only when the slowest moves
             slowest = server.slowest

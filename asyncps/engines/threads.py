@@ -53,8 +53,9 @@ class Guarded:
         self._call("stop", message)
 
 
-def run_threads(server, problems, shards, config, clock, copies):
-    """Run one thread per worker until the server is done; re-raise a worker's error here."""
+def run_threads(server, problems, shards, config, clock, copies, progress=None):
+    """Run one thread per worker until the server is done; re-raise a worker's error here.
+    `progress(version)` (optional) is told the server's version while this thread waits."""
     workers, slowdown, timeout = config.workers, config.slowdown, config.timeout
     cond = threading.Condition()
     guarded = Guarded(server, cond, config.lock)
@@ -90,6 +91,8 @@ def run_threads(server, problems, shards, config, clock, copies):
         while any(t.is_alive() for t in threads):
             for t in threads:
                 t.join(0.05)
+            if progress is not None:
+                progress(server.version)         # a read: the workers never wait for the bar
     except BaseException:                          # Ctrl-C / notebook interrupt: stop everyone
         halt.set()
         with cond:

@@ -11,7 +11,7 @@ import time
 import numpy as np
 
 from ..core.config import ENGINES, configure
-from .entry import signature
+from .entry import Progress, signature
 from ..core.run import Run, load_run
 from .worker import one_torch_thread, prepare
 
@@ -50,7 +50,7 @@ class Checkpointer:
             server.result().save(self.path)
 
 
-def train(problem, resume=None, **arguments):
+def train(problem, resume=None, *, progress=None, **arguments):
     """Train for real and return a Run. `steps` counts server versions after v0.
 
     engine     "threads" | "processes" | "rpc" (torch.distributed on 127.0.0.1 unless told otherwise)
@@ -63,6 +63,8 @@ def train(problem, resume=None, **arguments):
     loss_every score every n-th version only (the others are NaN in run.losses): for big problems
     trace_limit keep the first n events only, and summaries of the rest: for long runs
     apply, average, gate, lr_schedule   a learner's own push, round, gate or rate, as in simulate
+    progress   None: a bar when the run takes over 2 s | True | False (only what you see: not in
+               the RunConfig, not in trace.meta)
     """
     config = configure("train", arguments)
     config = config.replace(devices=resolve_devices(config, problem))
@@ -78,20 +80,22 @@ def train(problem, resume=None, **arguments):
     start = time.perf_counter()
     clock = lambda: offset + time.perf_counter() - start          # noqa: E731
 
-    with np.errstate(all="ignore"), one_torch_thread():     # the workers share the cores
+    bar = Progress(progress, server, config.engine)          # the caller waits: it draws the bar
+    with np.errstate(all="ignore"), one_torch_thread(), bar:  # the workers share the cores
         if server.done:
             pass
         elif config.engine == "threads":
             from .threads import run_threads
             run_threads(server, [problem.on_device(d) for d in config.devices], shards, config,
-                        clock, copies)
+                        clock, copies, bar)
         elif config.engine == "processes":
             from .processes import run_processes
-            run_processes(server, problem, shards, config, copies, offset)
+            run_processes(server, problem, shards, config, copies, offset, bar)
         else:
             from .rpc import run_rpc
-            run_rpc(server, problem, shards, config, copies, offset)
+            run_rpc(server, problem, shards, config, copies, offset, bar)
     return server.result(copies)
 
 
-train.__signature__ = signature("train", before=("problem",), after=(("resume", None),))
+train.__signature__ = signature("train", before=("problem",),
+                                after=(("resume", None), ("progress", None)))

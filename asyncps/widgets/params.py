@@ -51,6 +51,7 @@ class ParameterView(widgets.VBox):
         bundle = super()._repr_mimebundle_(**kwargs) or {}
         frame = self.model.timeline.first_stale_push() or self.slider.value
         bundle["text/html"] = rp.static_params_html(self.model, frame)
+        bundle["image/svg+xml"] = rp.params_svg(self.model, frame)    # for PDF and plain renderers
         return bundle
 
 

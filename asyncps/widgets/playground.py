@@ -16,6 +16,7 @@ from ..engines.compare import compare
 from ..problems.base import Problem
 from ..problems.synthetic import LeastSquares, Logistic, Quadratic
 from . import render_charts as rc
+from .summary import stack_svg
 from .timeline import Timeline
 
 
@@ -134,5 +135,11 @@ class Playground(widgets.VBox):
         static = (self.timeline._repr_mimebundle_()["text/html"] if self.timeline else "")
         bundle["text/html"] = (f'<div class="asyncps-static">{static}{self.losses.value}'
                                f'{self.by_time.value}{self.histogram.value}</div>')
+        bundle["image/svg+xml"] = self.static_svg()              # for PDF and plain renderers
         return bundle
+
+    def static_svg(self):
+        """What the static HTML shows, as one SVG: the timeline's frame above the three charts."""
+        timeline = ([self.timeline._repr_mimebundle_()["image/svg+xml"]] if self.timeline else [])
+        return stack_svg([timeline, [self.losses.value, self.by_time.value, self.histogram.value]])
 

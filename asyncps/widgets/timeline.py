@@ -83,7 +83,16 @@ class Timeline(widgets.VBox):
         return f"Timeline({self.model.frames} frames; {self.state})"
 
     def _repr_mimebundle_(self, **kwargs):
+        """The widget, and where widgets don't run (GitHub, exported HTML, PDF) one frame as HTML
+        and as SVG: the current one, or at frame 0, which says little, the first stale push."""
         bundle = super()._repr_mimebundle_(**kwargs) or {}
-        frame = self.frame or None               # frame 0 says little: show the first stale push
-        bundle["text/html"] = rt.static_html(self.model, frame, width=self.width)   # no widgets there
+        frame = self.static_frame()
+        bundle["text/html"] = rt.static_html(self.model, frame, width=self.width)
+        bundle["image/svg+xml"] = rt.timeline_svg(self.model, frame, self.width)
         return bundle
+
+    def static_frame(self):
+        """The frame a static picture shows: the current one; at frame 0 the first stale push, or
+        the middle frame when no push was stale."""
+        stale = self.frame or self.model.first_stale_push()
+        return self.model.frames // 2 if stale is None else stale

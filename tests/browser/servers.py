@@ -1,4 +1,4 @@
-"""JupyterLab and Voila on 127.0.0.1 for the browser tests: own config dirs, a token, stopped by PID.
+"""JupyterLab, Notebook 7 and Voila on 127.0.0.1 for the browser tests: own config dirs, a token, stopped by PID.
 
 Adapted from shared/recipes/lab_widget_check.py (the races it found are handled here too: wait for
 the kernel to be attached *and* idle, take the first "Run All Cells", wait for the Play icon).
@@ -100,6 +100,19 @@ def lab(root, work, notebook):
            "--ServerApp.port_retries=0", "--allow-root", "--LabApp.news_url=None",
            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
     return Server(cmd, work, f"/lab/tree/{notebook}", _isolated_env(work))
+
+
+def notebook7(root, work, notebook):
+    """Jupyter Notebook 7 (the classic interface rebuilt on JupyterLab's components)."""
+    cmd = [sys.executable, "-m", "jupyter", "notebook", "--no-browser", "--port={port}",
+           "--ServerApp.ip=127.0.0.1", "--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
+           "--ServerApp.port_retries=0", "--allow-root", "--JupyterNotebookApp.news_url=None"]
+    # no JupyterLab settings files here: Notebook 7 lacks some of their plugins, and a settings file
+    # for a plugin it does not have raises "Cannot read properties of undefined (reading 'schema')"
+    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(work / "cfg"), JUPYTER_RUNTIME_DIR=str(work / "rt"),
+               JUPYTERLAB_SETTINGS_DIR=str(work / "nb7-settings"),
+               JUPYTERLAB_WORKSPACES_DIR=str(work / "ws"))
+    return Server(cmd, work, f"/notebooks/{notebook}", env)
 
 
 def voila(root, work, notebook):

@@ -82,7 +82,8 @@ def start_time():
 def serve(server, world, method, timeout, offset, lost=None):
     """Rank 0: host `server` until every worker has finished (or was lost). Returns their copies.
 
-    `lost` (optional) is a pipe on which the caller reports dead workers as ("lost", k, reason).
+    `lost` (optional) is a pipe on which the caller reports dead workers as ("lost", k, reason);
+    the server reports its version on it as ("version", v) every 0.2 s (the caller's progress bar).
     """
     import torch.distributed.rpc as rpc
 
@@ -90,9 +91,13 @@ def serve(server, world, method, timeout, offset, lost=None):
     _STATE.update(server=server, cond=cond, timeout=timeout, failed=None, copies={},
                   finished=set(), lost=set(), start=time.time())
     join("ps", 0, world, method, timeout)
+    report = time.monotonic()
     with cond:
         while len(_STATE["finished"] | _STATE["lost"]) < world - 1 and not _STATE["failed"]:
             cond.wait(0.05)
+            if lost is not None and time.monotonic() >= report:
+                lost.send(("version", server.version))
+                report = time.monotonic() + 0.2
             while lost is not None and lost.poll():
                 _, k, reason = lost.recv()
                 _STATE["lost"].add(k)

@@ -56,8 +56,9 @@ def _check_address(config):
         "" if address in (LOOPBACK, "localhost") else " (beyond loopback: trusted networks only)")
 
 
-def run_rpc(server, problem, shards, config, copies, offset):
-    """Start a world of 1 server + N worker processes, run it, and bring the result home."""
+def run_rpc(server, problem, shards, config, copies, offset, progress=None):
+    """Start a world of 1 server + N worker processes, run it, and bring the result home.
+    `progress(version)` (optional) is told the version rank 0 reports every 0.2 s."""
     _check_address(config)
     world = config.workers + 1
     payload = procs.dumps((problem, config.worker_side()))
@@ -67,14 +68,14 @@ def run_rpc(server, problem, shards, config, copies, offset):
         children.start(_server_main, "asyncps-ps", blob, world, offset)
         for k in range(config.workers):
             children.start(_worker_main, f"asyncps-worker-{k}", k, payload, shards[k], world, offset)
-        remote, remote_copies = procs.loads(_watch(children))
+        remote, remote_copies = procs.loads(_watch(children, progress))
         _adopt(server, remote, checkpoint)
         for k, local in remote_copies.items():
             copies[k] = local
         children.ok = True
 
 
-def _watch(children):
+def _watch(children, progress):
     """Wait for the server's result; report dead workers to it; raise any error."""
     conns = children.conns
     live, finish_sent = set(range(1, len(conns))), False
@@ -90,6 +91,9 @@ def _watch(children):
                     raise RuntimeError(f"the rpc server (rank 0) {children.exit_reason(0)}")
                 live.discard(i)
                 conns[0].send(("lost", i - 1, children.exit_reason(i)))
+            elif message[0] == "version":               # rank 0 says how far it got
+                if progress is not None:
+                    progress(message[1])
             elif message[0] == "port":                  # rank 0 listens: the workers may join
                 for k in range(1, len(conns)):
                     conns[k].send(message[1])

@@ -1,0 +1,187 @@
+"""Figures with matplotlib: the loss, the staleness histogram and the timeline of a run.
+
+    fig, (a, b) = plt.subplots(1, 2)
+    aps.plot.loss({"sync": sync, "async": asynchronous}, ax=a)
+    aps.plot.staleness(asynchronous, ax=b)
+    fig.savefig("runs.pdf")
+
+They draw what the SVG views of asyncps.widgets draw, for papers and slides. Each takes a Run
+(or its Trace), draws into `ax` (a new figure when ax is None), labels its axes, returns the
+Axes, and never calls plt.show().
+"""
+from numbers import Real
+
+import numpy as np
+
+from .core import Run, Trace
+
+POLICY_COLORS = {"sync": "#4C78A8", "async": "#E45756", "ssp": "#F58518"}
+COLORS = {"compute": "#4C78A8", "wait": "#BAB0AC", "fresh": "#54A24B", "stale": "#E45756",
+          "lost": "#B2182B", "server": ("#EEF3FA", "#DCE6F2")}
+
+
+def loss(run_or_runs, ax=None, label=None, by="version", of="loss"):
+    """The loss (or a metric, of="accuracy") of each server version, per version or per unit of
+    time (by="time"). `run_or_runs`: a Run, a list of Runs, or {label: Run} on the same axes.
+    Versions that were not scored (loss_every) are skipped; the loss is drawn on a log scale."""
+    if by not in ("version", "time"):
+        raise ValueError(f"by={by!r} is not allowed: by must be 'version' or 'time'")
+    ax = _axes(ax, (6, 3.5))
+    runs = _labelled(run_or_runs, label)
+    positive = True
+    for name, trace in runs.items():
+        if of == "loss":
+            values = np.asarray(trace.losses, dtype=float)
+        elif of in trace.metrics:
+            values = np.asarray(trace.metrics[of], dtype=float)
+        else:
+            raise ValueError(f"of={of!r} is not allowed: this run has the loss"
+                             + "".join(f", {m!r}" for m in trace.metrics) + " to plot")
+        xs = (np.arange(len(values)) if by == "version" else trace.version_times()[:len(values)])
+        ok = np.isfinite(xs) & np.isfinite(values)
+        positive &= bool((values[ok] > 0).all())
+        ax.plot(xs[ok], values[ok], label=name, color=POLICY_COLORS.get(name), linewidth=1.6)
+    if of == "loss" and positive:
+        ax.set_yscale("log")
+    ax.set_xlabel("server version" if by == "version" else _time_label(next(iter(runs.values()))))
+    ax.set_ylabel(of)
+    ax.set_title(f"{of} per {'server version' if by == 'version' else 'unit of time'}")
+    if len(runs) > 1 or label is not None:
+        ax.legend(frameon=False)
+    return ax
+
+
+def staleness(run, ax=None):
+    """A histogram of the staleness of each push: bar s counts the pushes stale by s versions
+    (s = applied_to - computed_on); bar 0, the fresh pushes, is green."""
+    trace = _trace(run, "run")
+    ax = _axes(ax, (5, 3.5))
+    counts = trace.staleness_histogram()
+    ax.bar(np.arange(counts.size), counts, width=0.8,
+           color=[COLORS["fresh"]] + [COLORS["stale"]] * (counts.size - 1))
+    from matplotlib.ticker import MaxNLocator
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("staleness (versions)")
+    ax.set_ylabel("pushes")
+    mean = float(np.average(np.arange(counts.size), weights=counts)) if counts.sum() else 0.0
+    ax.set_title(f"staleness of each push · mean {mean:.2f}" if counts.sum() else "no pushes")
+    return ax
+
+
+def timeline(trace_or_run, ax=None, until=None):
+    """One row per worker (compute bars, waits in grey, pushes marked, stale ones in red with
+    their staleness) under the server's row (v0, v1, … as they were made), up to time `until`."""
+    trace = _trace(trace_or_run, "trace_or_run")
+    if until is not None and (isinstance(until, bool) or not isinstance(until, Real)
+                              or not until >= 0):
+        raise ValueError(f"until={until!r} is not allowed: until must be None or a time >= 0")
+    end = trace.duration if until is None else float(until)
+    n = trace.workers
+    ax = _axes(ax, (10, 1.2 + 0.45 * (n + 1)))
+    _server_row(ax, trace, end)
+    bars = {(w, kind): [] for w in range(n) for kind in ("compute", "wait")}
+    marks = {"fresh": ([], []), "stale": ([], []), "lost": ([], [])}
+    stale_labels, compute_labels = [], []
+    for e in trace.events:
+        if e.kind in ("compute", "wait") and e.start <= end:
+            bars[e.worker, e.kind].append((e.start, min(e.end, end) - e.start))
+            if e.kind == "compute":
+                compute_labels.append((e.start, min(e.end, end), e.worker + 1, e.computed_on))
+        elif e.kind in ("push", "lost") and e.time <= end:
+            kind = "lost" if e.kind == "lost" else "stale" if e.staleness > 0 else "fresh"
+            marks[kind][0].append(e.time)
+            marks[kind][1].append(e.worker + 1)
+            if kind == "stale":
+                stale_labels.append((e.time, e.worker + 1, e.staleness))
+    for (w, kind), spans in bars.items():
+        ax.broken_barh(spans, (w + 1 - 0.35, 0.7), facecolor=COLORS[kind],
+                       alpha=0.7 if kind == "wait" else 1.0, edgecolor="white", linewidth=0.8)
+    if len(compute_labels) <= 120:                     # each bar says the version it computed on
+        for start, stop, y, v in compute_labels:
+            if stop - start > 0.03 * max(end, 1e-9):
+                ax.text((start + stop) / 2, y, f"v{v}", ha="center", va="center", fontsize=7,
+                        color="white", fontweight="bold")
+    for kind, marker, size in (("fresh", "^", 30), ("stale", "^", 60), ("lost", "X", 80)):
+        xs, ys = marks[kind]
+        ax.scatter(xs, [y - 0.42 for y in ys] if kind != "lost" else ys, marker=marker, s=size,
+                   color=COLORS[kind], zorder=3, linewidths=0)
+    if len(stale_labels) <= 60:
+        for t, y, s in stale_labels:
+            ax.annotate(f"{s}", (t, y - 0.42), xytext=(3, 2), textcoords="offset points",
+                        fontsize=7, color=COLORS["stale"])
+    ax.set_yticks(range(n + 1), ["server"] + [f"worker {k}" for k in range(n)])
+    ax.set_ylim(n + 0.6, -0.6)
+    ax.set_xlim(0, max(end, 1e-9) * 1.02)
+    ax.set_xlabel(_time_label(trace))
+    ax.set_title(f"{trace.meta.get('policy', '?')} · {n} workers", loc="left", fontsize=10)
+    _legend(ax)
+    return ax
+
+
+def _server_row(ax, trace, end):
+    """The server's versions as alternating spans, labelled v0, v1, … where there is room."""
+    made = trace.version_times()
+    made = made[np.isfinite(made) & (made <= end)]
+    bounds = np.append(made, end)
+    spans = [(bounds[v], bounds[v + 1] - bounds[v]) for v in range(len(made))]
+    for parity in (0, 1):
+        ax.broken_barh(spans[parity::2], (-0.4, 0.8), facecolor=COLORS["server"][parity],
+                       edgecolor="#9FB3CF", linewidth=0.5)
+    if len(spans) <= 40:
+        for v, (start, width) in enumerate(spans):
+            if width > 0.02 * max(end, 1e-9):
+                ax.text(start + width / 2, 0, f"v{v}", ha="center", va="center", fontsize=8,
+                        fontweight="bold")
+
+
+def _legend(ax):
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+    handles = [Patch(color=COLORS["compute"], label="compute"),
+               Patch(color=COLORS["wait"], alpha=0.7, label="wait"),
+               Line2D([], [], marker="^", linestyle="", color=COLORS["fresh"], label="fresh push"),
+               Line2D([], [], marker="^", linestyle="", color=COLORS["stale"],
+                      label="stale push (its staleness)")]
+    ax.legend(handles=handles, loc="lower right", bbox_to_anchor=(1.0, 1.0), ncol=4,
+              frameon=False, fontsize=8)
+
+
+def _axes(ax, size):
+    if ax is not None:
+        return ax
+    import matplotlib.pyplot as plt
+    return plt.subplots(figsize=size, layout="constrained")[1]
+
+
+def _trace(run, name):
+    if isinstance(run, Run):
+        return run.trace
+    if isinstance(run, Trace):
+        return run
+    raise TypeError(f"{name}={run!r:.60} is not allowed: {name} must be a Run (what simulate "
+                    f"or train returns) or its Trace")
+
+
+def _labelled(run_or_runs, label):
+    """{label: Trace} from a Run, a list of Runs or {label: Run}; runs are named by policy."""
+    if isinstance(run_or_runs, dict):
+        return {str(k): _trace(r, "run_or_runs") for k, r in run_or_runs.items()}
+    if isinstance(run_or_runs, (list, tuple)):
+        traces = [_trace(r, "run_or_runs") for r in run_or_runs]
+        labels = label if isinstance(label, (list, tuple)) else [None] * len(traces)
+        if len(labels) != len(traces):
+            raise ValueError(f"label has {len(labels)} entries for {len(traces)} runs: give "
+                             f"one label per run")
+    else:
+        traces, labels = [_trace(run_or_runs, "run_or_runs")], [label]
+    out = {}
+    for k, (trace, name) in enumerate(zip(traces, labels)):
+        name = str(name) if name is not None else str(trace.meta.get("policy", f"run {k}"))
+        out[name if name not in out else f"{name} ({k})"] = trace
+    return out
+
+
+def _time_label(trace):
+    wall = trace.meta.get("clock") == "wall"
+    return "time (s)" if wall else "time (virtual: 1 = one compute time)"
+
