@@ -9,7 +9,9 @@
 from . import problems
 from .core import (LR_SCHEDULES, POLICIES, Compute, Lost, ParameterServer, Pull, Push, Run,
                    RunConfig, Snapshot, Trace, Wait, load_run, violations)
+from .core.events import Control
 from .engines import ENGINES, compare, simulate, train
+from .engines.live import LiveRun
 from .problems import Problem
 from .core import display as _display
 
@@ -34,4 +36,4 @@ def __getattr__(name):
         return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'asyncps' has no attribute {name!r}")
 __all__ = ["simulate", "train", "compare", "load_run", "violations", "ENGINES", "Lost", "ParameterServer", "Snapshot", "Trace", "Run", "Pull", "Compute", "Push",
-           "Wait", "Problem", "problems", "widgets", "plot", "POLICIES", "LR_SCHEDULES", "RunConfig"]
+           "Wait", "Control", "LiveRun", "Problem", "problems", "widgets", "plot", "POLICIES", "LR_SCHEDULES", "RunConfig"]

@@ -6,6 +6,8 @@ One process, "asyncps run", with one thread per lane of the timeline widget:
                           version and the loss of each version
     tid k + 1  worker k   compute slices (args: computed_on), waits, and pulls, pushes and a
                           loss as instants
+    (global)              a live run's controls (slow, lr, pause, resume, kill, stop) as instants
+                          across every lane
 
 Each push is also a flow arrow from the compute slice that made the gradient to the server slice
 that applied it: a stale push is an arrow that lands on a later version than it left from.
@@ -38,6 +40,8 @@ def chrome_trace(trace):
     for e in trace.events:
         if e.kind == "push":
             events += server.apply(e, last_compute.pop(e.worker, None))
+        elif e.kind == "control":
+            events.append(_control(e, scale))
         else:
             if e.kind == "compute":
                 last_compute[e.worker] = e
@@ -111,6 +115,14 @@ def _on_worker(e, scale):
                         {"worker": e.worker, "version": e.version})
     return _instant(_us(e.time, scale), tid, f"lost: {e.reason}", "lost",
                     {"worker": e.worker, "reason": e.reason})
+
+
+def _control(e, scale):
+    """A live run's control (slow, lr, pause, ...) as an instant across every lane."""
+    name = f"{e.what}" + ("" if e.worker is None else f" worker {e.worker}") + (
+        "" if e.value is None else f": {e.value:g}")
+    return {"name": name, "cat": "control", "ph": "i", "s": "g", "ts": _us(e.time, scale), "pid": PID,
+            "tid": SERVER, "args": {"what": e.what, "worker": e.worker, "value": e.value}}
 
 
 def _names(trace):

@@ -6,9 +6,14 @@
                                                       the server applies it to its current version
     Wait(worker, start, end, reason)                  it sits at the barrier or the SSP gate
     Lost(worker, time, reason)                        a real worker died; the run went on without it
+    Control(what, worker, value, time)                someone changed a live run (engines/live.py)
 
 ``staleness = applied_to - computed_on``: a gradient computed on v0 and applied to v1 is stale
 by one version. It is the only thing called staleness in asyncps.
+
+A Control is not something the protocol does but something done *to* the run while it ran:
+"slow" (worker, extra seconds per gradient), "lr" (the new lr), "pause", "resume", "kill"
+(worker), "stop". It is recorded like the rest, so a replay shows when the run was changed.
 """
 from dataclasses import dataclass
 from typing import ClassVar
@@ -58,4 +63,16 @@ class Lost:
     kind: ClassVar[str] = "lost"
 
 
-EVENT_TYPES = {cls.kind: cls for cls in (Pull, Compute, Push, Wait, Lost)}
+CONTROLS = ("slow", "lr", "pause", "resume", "kill", "stop")
+
+
+@dataclass(frozen=True)
+class Control:
+    what: str                # one of CONTROLS
+    worker: int | None       # the worker it concerns ("slow", "kill"), else None
+    value: float | None      # the seconds ("slow") or the lr ("lr"), else None
+    time: float
+    kind: ClassVar[str] = "control"
+
+
+EVENT_TYPES = {cls.kind: cls for cls in (Pull, Compute, Push, Wait, Lost, Control)}

@@ -15,6 +15,7 @@ import numpy as np
 
 from . import checks, hooks, semantics
 from .config import RunConfig, refuse_renamed
+from .events import Control
 from .policies import LR_SCHEDULES, Momentum
 from .run import Run
 from .trace import Trace
@@ -73,10 +74,17 @@ class ParameterServer(semantics.Semantics):
         """Every event of the run goes to the trace (engines add their Compute and Wait events)."""
         return self.trace.record(event)
 
-    def stop(self, message):
-        """End the run as diverged, with a message for the learner."""
-        self.stopped = self.diverged = True
+    def stop(self, message, diverged=True):
+        """End the run, with a message for the learner: as diverged, unless told otherwise (a
+        live run stopped by hand did not diverge)."""
+        self.stopped, self.diverged = True, self.diverged or diverged
         self.message = message
+
+    def set_lr(self, lr, time=0.0):
+        """From the next update on, push with this lr (a live run's control); the Control event.
+        trace.meta["lr"] keeps the lr the run started with."""
+        self.lr = checks.real("lr", lr, positive=True)
+        return self.record(Control("lr", None, self.lr, time))
 
     def new_version(self):
         self._record_loss()

@@ -90,6 +90,11 @@ class Trace:
         return self.of_kind("lost")
 
     @property
+    def controls(self):
+        """What was changed while the run ran (a live run's slow, lr, pause, resume, kill, stop)."""
+        return self.of_kind("control")
+
+    @property
     def policy(self):
         """The run's Policy (policies.py): whether it averages rounds, whether it waits.
         A trace whose meta names no valid policy (hand-made, edited) is read as async."""
@@ -102,7 +107,7 @@ class Trace:
     def workers(self):
         if "workers" in self.meta:
             return int(self.meta["workers"])
-        return 1 + max((e.worker for e in self.events), default=-1)
+        return 1 + max((e.worker for e in self.events if e.worker is not None), default=-1)
 
     # -- summaries ----------------------------------------------------------
     def staleness_histogram(self):

@@ -6,13 +6,13 @@ from dataclasses import asdict, fields
 import numpy as np
 
 from . import atomic
-from .events import EVENT_TYPES
+from .events import CONTROLS, EVENT_TYPES
 
 FORMAT = "asyncps-trace"
 FORMAT_VERSION = 1
 
 INTEGER_FIELDS = {"worker", "version", "computed_on", "applied_to", "staleness"}
-TIME_FIELDS = {"time", "start", "end"}
+REAL_FIELDS = {"time", "start", "end", "value"}      # "value": a Control's seconds or lr
 
 
 def to_dict(trace):
@@ -48,14 +48,19 @@ def _event(raw, i, where):
         raise ValueError(f"{where}: event {i} ({kind}) has the wrong fields"
                          + (f"; missing {missing}" if missing else "") + (f"; unknown {extra}" if extra else ""))
     for name, value in raw.items():
+        if kind == "control" and name in ("worker", "value") and value is None:
+            continue                             # a control of the whole run, or without a value
         if name in INTEGER_FIELDS and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
             raise ValueError(f"{where}: event {i} ({kind}): {name}={value!r} must be an integer >= 0")
-        if name in TIME_FIELDS and (isinstance(value, bool) or not isinstance(value, numbers.Real)
+        if name in REAL_FIELDS and (isinstance(value, bool) or not isinstance(value, numbers.Real)
                                     or not math.isfinite(value)):
             raise ValueError(f"{where}: event {i} ({kind}): {name}={value!r} must be a finite number")
         if name == "reason" and not isinstance(value, str):
             raise ValueError(f"{where}: event {i} ({kind}): reason={value!r} must be text")
-    return cls(**{k: (float(v) if k in TIME_FIELDS else v) for k, v in raw.items()})
+        if name == "what" and value not in CONTROLS:
+            raise ValueError(f"{where}: event {i} ({kind}): what={value!r} must be one of "
+                             f"{', '.join(CONTROLS)}")
+    return cls(**{k: (float(v) if k in REAL_FIELDS and v is not None else v) for k, v in raw.items()})
 
 
 def from_dict(cls, data, where="trace"):

@@ -4,7 +4,7 @@ a progress bar on long runs.
 `help(aps.simulate)` and Jupyter's Shift-Tab then show every argument and its default, and the
 list is written once, in asyncps/core/config.py. `progress=` is a display option, not part of the
 run: it is an argument of the entry points (like train's `resume`), never a RunConfig field, and
-never in `trace.meta`.
+never in `trace.meta`. So is train's `live=` (how the caller watches the run, engines/live.py).
 """
 import inspect
 import os

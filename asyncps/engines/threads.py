@@ -10,11 +10,100 @@ write is lost, reads may be inconsistent); here updates are dense numpy writes.
 
 Gradients are computed outside the lock, in parallel (numpy and torch release
 the GIL in their kernels).
+
+A live run (`aps.train(..., live=True)`, engines/live.py) changes the run while
+its threads run, through `Controls`: each worker obeys them at its yields (extra
+seconds per gradient, a pause, being killed), and the lr and stopping go through
+the server. Without a live handle the Controls hold only the run's `slowdown`.
 """
 import threading
 import time
 
+from ..core.events import Control
 from .worker import COMPUTE, GATE, worker_loop, worker_rng
+
+KILLED = "killed by live.kill()"
+
+
+class Controls:
+    """What may change while the threads run, and how a worker thread obeys it.
+
+    Every change is a Control event at `clock()`, recorded under the engine's lock among the
+    other events; a change once the run is done records nothing and returns False.
+    """
+
+    def __init__(self, server, config, clock):
+        self.server, self.clock = server, clock
+        self.slowdown = list(config.slowdown)      # extra seconds per gradient, per worker
+        self.paused, self.killed = False, set()
+        self.cond = threading.Condition()          # the engine's lock: every server call takes it
+        self.halt = threading.Event()              # set on error, interrupt or stop: every thread stops
+
+    def _record(self, what, worker=None, value=None):
+        """The Control event (the lock held), and every waiting worker rechecks what it waits for."""
+        self.server.record(Control(what, worker, value, self.clock()))
+        self.cond.notify_all()
+        return True
+
+    def slow(self, worker, seconds):
+        with self.cond:
+            if self.server.done:
+                return False
+            self.slowdown[worker] = seconds
+            return self._record("slow", worker, seconds)
+
+    def pause(self, paused=True):
+        with self.cond:
+            if self.server.done:
+                return False
+            self.paused = paused
+            return self._record("pause" if paused else "resume")
+
+    def resume(self):
+        return self.pause(False)
+
+    def kill(self, worker):
+        with self.cond:
+            if self.server.done:
+                return False
+            self.killed.add(worker)
+            return self._record("kill", worker)
+
+    def set_lr(self, lr):
+        with self.cond:
+            if self.server.done:
+                return False
+            self.server.set_lr(lr, self.clock())      # records its Control event
+            return True
+
+    def stop(self, message):
+        """End the run (not as diverged): the workers stop at their next yield."""
+        with self.cond:
+            stopped = not self.server.done
+            if stopped:
+                self.server.stop(message, diverged=False)
+                self._record("stop")
+        self.halt.set()
+        with self.cond:
+            self.cond.notify_all()
+        return stopped
+
+    def obey(self, k, need):
+        """Worker k at a yield: its extra seconds and the pause (at COMPUTE, after its gradient);
+        False once it was killed: its Lost event is recorded (and raises under sync and ssp)."""
+        if need == COMPUTE:
+            seconds = self.slowdown[k]
+            if seconds:
+                self.halt.wait(seconds)
+            if self.paused:
+                with self.cond:
+                    self.cond.wait_for(lambda: not self.paused or self.halt.is_set() or k in self.killed)
+        if k not in self.killed:
+            return True
+        with self.cond:
+            if not self.server.done:
+                self.server.lose(k, self.clock(), KILLED)     # raises for sync / ssp
+        return False
 
 
 class Guarded:
@@ -53,14 +142,31 @@ class Guarded:
         self._call("stop", message)
 
 
-def run_threads(server, problems, shards, config, clock, copies, progress=None):
+def run_threads(server, problems, shards, config, clock, copies, progress=None, controls=None):
     """Run one thread per worker until the server is done; re-raise a worker's error here.
-    `progress(version)` (optional) is told the server's version while this thread waits."""
-    workers, slowdown, timeout = config.workers, config.slowdown, config.timeout
-    cond = threading.Condition()
+    `progress(version)` (optional) is told the server's version while this thread waits.
+    `controls`: a live run's Controls (made here when not given)."""
+    controls = Controls(server, config, clock) if controls is None else controls
+    workers, timeout = config.workers, config.timeout
+    cond, halt = controls.cond, controls.halt
     guarded = Guarded(server, cond, config.lock)
-    halt = threading.Event()                       # set on error or interrupt: every thread stops
     errors = []
+
+    def wait_at_gate(k):
+        """Until the gate opens (or the run halts, or k is killed); a pause is no lack of progress."""
+        with cond:
+            deadline = time.monotonic() + timeout
+            while not (halt.is_set() or k in controls.killed or server.may_start(k)):
+                if controls.paused:
+                    cond.wait()
+                    deadline = time.monotonic() + timeout
+                    continue
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(
+                        f"worker {k} waited {timeout:g} s at the {server.policy.wait_reason} "
+                        f"gate at v{server.version} without progress (clocks {server.clocks})")
+                cond.wait(left)
 
     def body(k):
         try:
@@ -69,14 +175,10 @@ def run_threads(server, problems, shards, config, clock, copies, progress=None):
             for need in loop:
                 if halt.is_set():
                     return
-                if need == COMPUTE and slowdown[k]:
-                    halt.wait(slowdown[k])
-                elif need == GATE:
-                    with cond:
-                        if not cond.wait_for(lambda: halt.is_set() or server.may_start(k), timeout):
-                            raise TimeoutError(
-                                f"worker {k} waited {timeout:g} s at the {server.policy.wait_reason} "
-                                f"gate at v{server.version} without progress (clocks {server.clocks})")
+                if need == GATE:
+                    wait_at_gate(k)
+                if not controls.obey(k, need) or halt.is_set():
+                    return
         except BaseException as err:               # noqa: BLE001 - re-raised in the caller
             errors.append(err)
             halt.set()
@@ -103,3 +205,5 @@ def run_threads(server, problems, shards, config, clock, copies, progress=None):
         raise
     if errors:
         raise errors[0]
+    if server.steps is not None and not server.done and len(server.lost) == workers:
+        raise RuntimeError(f"every worker was lost before v{server.steps}")

@@ -50,7 +50,7 @@ class Checkpointer:
             server.result().save(self.path)
 
 
-def train(problem, resume=None, *, progress=None, **arguments):
+def train(problem, resume=None, *, progress=None, live=False, **arguments):
     """Train for real and return a Run. `steps` counts server versions after v0.
 
     engine     "threads" | "processes" | "rpc" (torch.distributed on 127.0.0.1 unless told otherwise)
@@ -65,8 +65,12 @@ def train(problem, resume=None, *, progress=None, **arguments):
     apply, average, gate, lr_schedule   a learner's own push, round, gate or rate, as in simulate
     progress   None: a bar when the run takes over 2 s | True | False (only what you see: not in
                the RunConfig, not in trace.meta)
+    live       True: start the run in the background and return at once a LiveRun (engines/live.py)
+               to watch it (live.state) and change it (slow, set_lr, pause, resume, kill, stop);
+               live.result() is the Run. engine="threads" only, for now. Not in the RunConfig.
     """
     config = configure("train", arguments)
+    check_live(live, progress, config)
     config = config.replace(devices=resolve_devices(config, problem))
     server, shards = prepare(problem, config)
     offset = 0.0
@@ -79,7 +83,30 @@ def train(problem, resume=None, *, progress=None, **arguments):
     copies = [server.params.copy() for _ in range(config.workers)]
     start = time.perf_counter()
     clock = lambda: offset + time.perf_counter() - start          # noqa: E731
+    if not live:
+        return run_engine(problem, server, shards, config, clock, copies, offset, progress)
+    from .live import LiveRun
+    from .threads import Controls
+    controls = Controls(server, config, clock)
+    return LiveRun(server, controls, lambda: run_engine(problem, server, shards, config, clock, copies,
+                                                        offset, False, controls))
 
+
+def check_live(live, progress, config):
+    """live=True: on the threads engine, without a bar (the caller does not wait: nobody draws it)."""
+    if not isinstance(live, bool):
+        raise TypeError(f"live={live!r:.60} is not allowed: live must be True (return a LiveRun at "
+                        f"once) or False (wait for the Run)")
+    if live and config.engine != "threads":
+        raise ValueError(f"live=True is not allowed with engine={config.engine!r} yet: a live run is "
+                         f"offered on the threads engine only; use engine='threads'")
+    if live and progress is True:
+        raise ValueError("progress=True is not allowed with live=True: nobody waits for a live run "
+                         "to draw its bar; watch live.state instead (progress=None or False)")
+
+
+def run_engine(problem, server, shards, config, clock, copies, offset, progress, controls=None):
+    """The run on the configured engine, to its end: the Run."""
     bar = Progress(progress, server, config.engine)          # the caller waits: it draws the bar
     with np.errstate(all="ignore"), one_torch_thread(), bar:  # the workers share the cores
         if server.done:
@@ -87,7 +114,7 @@ def train(problem, resume=None, *, progress=None, **arguments):
         elif config.engine == "threads":
             from .threads import run_threads
             run_threads(server, [problem.on_device(d) for d in config.devices], shards, config,
-                        clock, copies, bar)
+                        clock, copies, bar, controls)
         elif config.engine == "processes":
             from .processes import run_processes
             run_processes(server, problem, shards, config, copies, offset, bar)
@@ -98,4 +125,4 @@ def train(problem, resume=None, *, progress=None, **arguments):
 
 
 train.__signature__ = signature("train", before=("problem",),
-                                after=(("resume", None), ("progress", None)))
+                                after=(("resume", None), ("progress", None), ("live", False)))

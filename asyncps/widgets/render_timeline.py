@@ -73,6 +73,17 @@ class TimelineModel:
         return None
 
 
+CONTROL_WORDS = {"slow": "worker {worker} is slowed down by {value:g} s per gradient",
+                 "lr": "the learning rate is set to {value:g}", "pause": "every worker pauses",
+                 "resume": "the workers go on", "kill": "worker {worker} is killed",
+                 "stop": "the run is stopped"}
+
+
+def control_caption(e):
+    """A live change (a Control event) in plain words."""
+    return f"at t={e.time:.3g}: " + CONTROL_WORDS[e.what].format(worker=e.worker, value=e.value or 0.0)
+
+
 def caption(model, frame):
     """Event `frame` in plain words."""
     e, n = model.events[frame], model.workers
@@ -91,6 +102,8 @@ def caption(model, frame):
                 f"ahead of the slowest worker")
     if e.kind == "lost":
         return f"worker {e.worker} was lost ({e.reason}); the run goes on without it"
+    if e.kind == "control":
+        return control_caption(e)
     if model.averages:
         k = model.round_position[frame]
         if k < n:

@@ -1,0 +1,160 @@
+"""A live run: the ordinary run in the background, and a handle to watch and change it.
+
+    live = aps.train(problem, workers=4, steps=2000, live=True)    # returns at once
+    live.state                   # {"version": 37, "pushes": 37, "running": True, "staleness": [...], ...}
+    live.slow(3, 0.05)           # worker 3 sleeps 0.05 s more per gradient, from now on (0: not)
+    live.set_lr(0.01)            # every later update uses this lr
+    live.pause(); live.resume()  # every worker waits before handing in its next gradient
+    live.kill(1)                 # worker 1 stops for good, as if its process died
+    live.stop()                  # end the run now
+    run = live.result()          # the ordinary Run (its error, if the run failed)
+
+The run is the one `aps.train` would have made: the same engine, server and trace. Each change
+is a Control event in that trace (what changed, when), so a replay shows it too. Killing a
+worker records the Lost event a dead process gets: async carries on without it, sync and ssp
+stop with their error. `with aps.train(..., live=True) as live:` stops the run when the block
+ends, also on Ctrl-C; `live.stop()` is safe twice and after the end, and returns once no thread
+of the run is left. Ctrl-C while waiting in `live.result()` stops the run too.
+
+`state` never blocks a worker: it reads the server's version and lr and the events added to the
+trace since the last call. The engine obeys the changes (engines/threads.py, Controls); this
+module checks them and keeps the thread that runs the engine.
+"""
+import math
+import threading
+
+from ..core import checks
+
+STOPPED = "stopped by live.stop()"
+
+
+class LiveRun:
+    """A run going on in the background (`aps.train(..., live=True)`), and its controls."""
+
+    def __init__(self, server, controls, run):
+        """`run()` runs the engine to the end and returns the Run; it starts here, in a thread."""
+        self._server, self._controls = server, controls
+        self._run, self._error = None, None
+        self._seen, self._pushes, self._lost = 0, 0, []
+        self._staleness = [None] * server.workers       # of each worker's latest push
+        self._reading = threading.Lock()                 # two callers of `state` at once
+        self._thread = threading.Thread(target=self._main, args=(run,), name="asyncps-live")
+        self._thread.start()
+
+    def _main(self, run):
+        try:
+            self._run = run()
+        except BaseException as err:                    # noqa: BLE001 - result() raises it
+            self._error = err
+
+    # -- watching --------------------------------------------------------------------------
+    @property
+    def running(self):
+        return self._thread.is_alive()
+
+    @property
+    def state(self):
+        """Where the run is now: version, steps, pushes, running, paused, lr, the loss of the latest
+        scored version, and per worker the staleness of its latest push (None before its first),
+        its slowdown (seconds per gradient) and which workers were lost; time on the run's clock."""
+        server, trace = self._server, self._server.trace
+        with self._reading:
+            new = trace.events[self._seen:]              # one slice: the workers only append
+            self._seen += len(new)
+            for e in new:
+                if e.kind == "push":
+                    self._pushes += 1
+                    self._staleness[e.worker] = e.staleness
+                elif e.kind == "lost":
+                    self._lost.append(e.worker)
+            staleness, lost = list(self._staleness), list(self._lost)
+        beyond = sum(trace.beyond.get("pushes", {}).values())          # past trace_limit
+        return {"version": server.version, "steps": server.steps, "pushes": self._pushes + beyond,
+                "running": self.running, "paused": self._controls.paused, "lr": server.lr,
+                "loss": _latest_loss(trace.losses), "staleness": staleness,
+                "slowdown": list(self._controls.slowdown), "lost": lost,
+                "time": self._controls.clock()}
+
+    # -- changing ----------------------------------------------------------------------------
+    def slow(self, worker, seconds):
+        """Worker `worker` sleeps `seconds` more per gradient from now on (0: no more)."""
+        worker = self._worker(worker)
+        seconds = checks.real("seconds", seconds, minimum=0.0)
+        self._apply(self._controls.slow(worker, seconds), f"slow({worker}, {seconds:g})")
+
+    def set_lr(self, lr):
+        """Every update from now on uses this lr (trace.meta["lr"] keeps the starting one)."""
+        lr = checks.real("lr", lr, positive=True)
+        self._apply(self._controls.set_lr(lr), f"set_lr({lr:g})")
+
+    def pause(self):
+        """Every worker waits before handing in its next gradient (its Compute spans the pause);
+        the wait never counts against the run's `timeout`."""
+        self._apply(self._controls.pause(), "pause()")
+
+    def resume(self):
+        self._apply(self._controls.resume(), "resume()")
+
+    def kill(self, worker):
+        """Worker `worker` stops for good at its next step, as if its process died (a Lost event):
+        async goes on without it; sync and ssp stop with their error (live.result() raises it)."""
+        worker = self._worker(worker)
+        if worker not in self._controls.killed:
+            self._apply(self._controls.kill(worker), f"kill({worker})")
+
+    def stop(self):
+        """End the run now, with the message "stopped by live.stop()" (not as diverged), and wait
+        until its threads are gone. Safe to call twice, and after the run ended by itself."""
+        if not self._thread.is_alive():
+            return                                      # ended (or failed) already: nothing to stop
+        self._controls.stop(STOPPED)
+        if self._thread is not threading.current_thread():
+            self._thread.join()
+
+    def _worker(self, worker):
+        return checks.integer("worker", worker, minimum=0, maximum=self._server.workers - 1)
+
+    def _apply(self, changed, call):
+        if not changed:
+            raise RuntimeError(f"live.{call} came too late: the run has ended (at v"
+                               f"{self._server.version}); nothing was changed. live.result() is the Run")
+
+    # -- the end -----------------------------------------------------------------------------
+    def result(self, timeout=None):
+        """Wait for the run to end (at most `timeout` seconds) and return its Run; the run's error
+        if it failed. Ctrl-C while waiting stops the run."""
+        if timeout is not None:
+            timeout = checks.real("timeout", timeout, minimum=0.0)
+        try:
+            self._thread.join(timeout)
+        except BaseException:                           # Ctrl-C / kernel interrupt
+            self.stop()
+            raise
+        if self._thread.is_alive():
+            raise TimeoutError(f"the run is still going after timeout={timeout:g} s (at v"
+                               f"{self._server.version} of {self._server.steps}); call live.result() "
+                               f"again, or live.stop() to end it")
+        if self._error is not None:
+            raise self._error
+        return self._run
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *error):
+        self.stop()
+        return False
+
+    def __repr__(self):
+        s = self.state
+        status = ("paused" if s["paused"] else "running") if s["running"] else "ended"
+        return (f"LiveRun({status}, v{s['version']} of {s['steps']}, pushes={s['pushes']}, "
+                f"lr={s['lr']:g})")
+
+
+def _latest_loss(losses):
+    """The loss of the latest scored version (loss_every leaves NaN between), or None."""
+    for value in reversed(losses):
+        if not math.isnan(value):
+            return value
+    return None

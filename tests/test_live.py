@@ -1,0 +1,263 @@
+"""A live run (aps.train(..., live=True)) on threads: watched while it runs, changed by Control events
+that are in its trace, and nothing left running however it ends."""
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import asyncps as aps
+
+LSQ = aps.problems.LeastSquares(n=256, dim=8, seed=0)
+FOREVER = 10**6                                  # steps no test waits for: each one stops its run
+
+
+@pytest.fixture(autouse=True)
+def no_thread_survives():
+    yield
+    left = [t.name for t in threading.enumerate() if t.name.startswith("asyncps-")]
+    assert left == [], f"threads left running: {left}"
+
+
+def wait_until(condition, what, seconds=20.0):
+    """Poll `condition()` until it holds; fail (not hang) if it never does."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, f"never happened: {what}"
+        time.sleep(0.01)
+
+
+def index_of(trace, what):
+    return next(i for i, e in enumerate(trace.events) if e.kind == "control" and e.what == what)
+
+
+def test_train_returns_at_once_and_the_version_grows_in_state():
+    with aps.train(LSQ, workers=2, steps=FOREVER, lr=0.05, slowdown=[0.001, 0.001], live=True) as live:
+        assert isinstance(live, aps.LiveRun)
+        seen = [live.state["version"]]
+        wait_until(lambda: seen.append(live.state["version"]) or seen[-1] >= seen[0] + 20,
+                   "20 more versions while train() had returned")
+        state = live.state
+        assert state["running"] and not state["paused"] and state["steps"] == FOREVER
+        assert state["pushes"] >= state["version"] > 0           # async: one version per push
+        assert len(state["staleness"]) == 2 and state["lr"] == 0.05
+        assert state["loss"] < LSQ.loss(LSQ.x0)
+    assert seen == sorted(seen), "versions only increase"
+    assert not live.state["running"]
+
+
+def test_slowing_a_worker_down_raises_the_staleness_of_its_pushes():
+    live = aps.train(LSQ, workers=3, steps=FOREVER, lr=0.02, slowdown=[0.002] * 3, live=True)
+    wait_until(lambda: live.state["pushes"] >= 60, "60 pushes at the same speed")
+    live.slow(0, 0.03)                 # 15x slower: the others push many times per gradient of 0
+    assert live.state["slowdown"] == [0.03, 0.002, 0.002]
+    wait_until(lambda: live.state["pushes"] >= 400, "400 pushes")
+    live.stop()
+    trace = live.result().trace
+    at = index_of(trace, "slow")
+    assert trace.events[at] == aps.Control("slow", 0, 0.03, trace.events[at].time)
+    before = [e.staleness for e in trace.events[:at] if e.kind == "push" and e.worker == 0]
+    after = [e.staleness for e in trace.events[at:] if e.kind == "push" and e.worker == 0]
+    assert len(before) >= 3 and len(after) >= 3
+    assert np.mean(after[1:]) > 2 * np.mean(before)      # its first push after may be half-slowed
+    assert aps.violations(trace) == []
+
+
+def test_a_killed_worker_is_lost_and_async_completes_without_it():
+    live = aps.train(LSQ, workers=3, steps=300, lr=0.02, slowdown=[0.002] * 3, live=True)
+    wait_until(lambda: live.state["pushes"] >= 10, "10 pushes")
+    live.kill(1)
+    live.kill(1)                                              # twice: the same as once
+    run = live.result()
+    trace = run.trace
+    assert [e.worker for e in trace.lost] == [1] and trace.lost[0].reason == "killed by live.kill()"
+    assert [(c.what, c.worker) for c in trace.controls] == [("kill", 1)]
+    lost_at = trace.events.index(trace.lost[0])
+    assert all(e.worker != 1 for e in trace.events[lost_at:] if e.kind in ("push", "pull", "compute"))
+    assert len(run.losses) == 301 and not run.diverged
+    assert aps.violations(trace) == []
+    assert live.state["lost"] == [1]
+
+
+@pytest.mark.parametrize("policy,bound", [("sync", None), ("ssp", 1)])
+def test_a_killed_worker_stops_sync_and_ssp_with_their_error(policy, bound):
+    live = aps.train(LSQ, workers=3, policy=policy, max_clocks_ahead=bound, steps=FOREVER, lr=0.02,
+                     slowdown=[0.002] * 3, live=True)
+    wait_until(lambda: live.state["version"] >= 5, "5 versions")
+    live.kill(1)
+    with pytest.raises(RuntimeError, match=f"worker 1 was lost .*policy='{policy}'"):
+        live.result()
+    live.stop()                                               # after a failed end: nothing to do
+
+
+def test_pause_holds_every_worker_and_resume_lets_them_go_on():
+    workers = 3
+    live = aps.train(LSQ, workers=workers, steps=FOREVER, lr=0.02, slowdown=[0.001] * workers,
+                     live=True)
+    wait_until(lambda: live.state["version"] >= 20, "20 versions")
+    live.pause()
+    assert live.state["paused"]
+    time.sleep(0.5)                   # without the pause: hundreds of pushes
+    live.resume()
+    resumed_at = live.state["version"]
+    wait_until(lambda: live.state["version"] >= resumed_at + 20, "20 versions after resume()")
+    live.stop()
+    trace = live.result().trace
+    paused, resumed = index_of(trace, "pause"), index_of(trace, "resume")
+    during = [e.worker for e in trace.events[paused:resumed] if e.kind == "push"]
+    # a gradient already past its compute when pause() came may still be handed in: one per worker
+    assert all(during.count(k) <= 1 for k in range(workers)), during
+    assert len(trace.pushes) > len([e for e in trace.events[:resumed] if e.kind == "push"])
+
+
+def test_a_pause_longer_than_the_timeout_is_not_a_failure():
+    live = aps.train(LSQ, workers=2, policy="sync", steps=FOREVER, lr=0.02, timeout=0.2,
+                     slowdown=[0.0, 0.005], live=True)
+    wait_until(lambda: live.state["version"] >= 5, "5 versions")
+    live.pause()
+    time.sleep(0.6)                   # worker 0 sits at the barrier 3 timeouts long
+    live.resume()
+    paused_at = live.state["version"]
+    wait_until(lambda: live.state["version"] >= paused_at + 5, "5 versions after resume()")
+    live.stop()
+    assert live.result().message == "stopped by live.stop()"
+
+
+def test_set_lr_is_recorded_and_every_later_update_uses_it():
+    quad = aps.problems.Quadratic(curvature=(1.0, 2.0))
+    live = aps.train(quad, workers=2, steps=FOREVER, lr=0.001, slowdown=[0.001, 0.001], live=True)
+    wait_until(lambda: live.state["version"] >= 20, "20 versions")
+    live.set_lr(0.0005)
+    assert live.state["lr"] == 0.0005
+    at_change = live.state["version"]
+    wait_until(lambda: live.state["version"] >= at_change + 20, "20 versions after set_lr")
+    live.stop()
+    trace = live.result().trace
+    at = index_of(trace, "lr")
+    assert trace.events[at].value == 0.0005 and trace.meta["lr"] == 0.001   # meta: the start
+    params = np.array(trace.params)
+    for i, p in enumerate(trace.events):
+        if p.kind != "push" or p.applied_to + 1 >= len(params):
+            continue
+        # the Quadratic's gradient is curvature * x: the step says which lr moved it
+        step = params[p.applied_to] - params[p.applied_to + 1]
+        lr = step / (quad.curvature * params[p.computed_on])
+        np.testing.assert_allclose(lr, 0.001 if i < at else 0.0005, rtol=1e-9)
+
+
+def test_stop_ends_the_run_early_with_its_message_and_no_thread_left():
+    live = aps.train(LSQ, workers=3, steps=FOREVER, lr=0.02, slowdown=[0.0, 0.0, 0.05], live=True)
+    wait_until(lambda: live.state["version"] >= 10, "10 versions")
+    live.stop()
+    assert not any(t.name.startswith("asyncps-") for t in threading.enumerate())
+    live.stop()                                               # twice: nothing more happens
+    run = live.result()
+    assert run.message == "stopped by live.stop()" and not run.diverged
+    assert len(run.losses) - 1 < FOREVER
+    assert [c.what for c in run.trace.controls] == ["stop"]
+    assert aps.violations(run.trace) == []
+
+
+def test_the_with_block_stops_the_run_when_it_ends_or_is_interrupted():
+    with pytest.raises(KeyboardInterrupt):
+        with aps.train(LSQ, workers=2, steps=FOREVER, live=True) as live:
+            raise KeyboardInterrupt                           # Ctrl-C in the cell
+    assert not live.state["running"]
+    assert live.result().message == "stopped by live.stop()"
+
+
+def test_a_run_that_ended_by_itself_says_so_and_refuses_late_changes():
+    live = aps.train(LSQ, workers=2, steps=30, lr=0.02, live=True)
+    run = live.result()
+    assert live.result() is run and len(run.losses) == 31 and run.message == ""
+    with pytest.raises(RuntimeError, match="too late: the run has ended"):
+        live.set_lr(0.01)
+    live.stop()                                               # safe after the end, records nothing
+    assert run.trace.controls == [] and run.message == ""
+
+
+def test_result_with_a_timeout_says_the_run_is_still_going():
+    with aps.train(LSQ, workers=2, steps=FOREVER, slowdown=[0.01, 0.01], live=True) as live:
+        with pytest.raises(TimeoutError, match="still going after timeout=0.05 s"):
+            live.result(timeout=0.05)
+
+
+def test_control_events_round_trip_through_json_and_are_drawn_in_chrome():
+    with aps.train(LSQ, workers=2, steps=FOREVER, slowdown=[0.001, 0.001], live=True) as live:
+        wait_until(lambda: live.state["version"] >= 5, "5 versions")
+        live.slow(1, 0.002)
+        live.set_lr(0.05)
+        live.pause()
+        live.resume()
+    trace = live.result().trace
+    assert [c.what for c in trace.controls] == ["slow", "lr", "pause", "resume", "stop"]
+    assert aps.Trace.from_json(trace.to_json()) == trace
+    chrome = [e for e in trace.to_chrome_trace()["traceEvents"] if e.get("cat") == "control"]
+    assert [e["args"]["what"] for e in chrome] == ["slow", "lr", "pause", "resume", "stop"]
+    assert all(e["ph"] == "i" and e["s"] == "g" for e in chrome)
+
+
+def test_a_damaged_control_event_is_named():
+    trace = aps.Trace(events=[aps.Control("lr", None, 0.1, 1.0)], meta={"workers": 1})
+    data = trace.to_dict()
+    data["events"][0]["what"] = "explode"
+    with pytest.raises(ValueError, match="what='explode' must be one of slow, lr, pause"):
+        aps.Trace.from_dict(data)
+    data["events"][0].update(what="slow", worker=-1)
+    with pytest.raises(ValueError, match="worker=-1 must be an integer >= 0"):
+        aps.Trace.from_dict(data)
+
+
+def test_bad_controls_name_the_argument():
+    with aps.train(LSQ, workers=2, steps=FOREVER, slowdown=[0.001, 0.001], live=True) as live:
+        with pytest.raises(ValueError, match=r"worker=2 is not allowed: worker must be an integer "
+                                             r">= 0 and <= 1"):
+            live.slow(2, 0.1)
+        with pytest.raises(ValueError, match="seconds=-1.* seconds must be a finite number >= 0"):
+            live.slow(0, -1)
+        with pytest.raises(ValueError, match="lr=0.* lr must be a finite number > 0"):
+            live.set_lr(0)
+        with pytest.raises(ValueError, match="lr=inf"):
+            live.set_lr(float("inf"))
+        with pytest.raises(TypeError, match="worker=0.5"):
+            live.kill(0.5)
+    assert live.result().trace.controls[:-1] == []            # nothing but the stop was recorded
+
+
+def test_live_is_refused_where_it_is_not_offered_yet():
+    with pytest.raises(ValueError, match="live=True is not allowed with engine='processes' yet.*"
+                                         "use engine='threads'"):
+        aps.train(LSQ, engine="processes", live=True)
+    with pytest.raises(ValueError, match="progress=True is not allowed with live=True"):
+        aps.train(LSQ, live=True, progress=True)
+    with pytest.raises(TypeError, match="live='yes' is not allowed"):
+        aps.train(LSQ, live="yes")
+
+
+def test_live_is_an_argument_of_train_and_not_of_the_run():
+    import inspect
+
+    assert inspect.signature(aps.train).parameters["live"].default is False
+    assert "live" not in {f.name for f in __import__("dataclasses").fields(aps.RunConfig)}
+    run = aps.train(LSQ, workers=2, steps=5, live=True).result()
+    assert "live" not in run.trace.meta
+
+
+def test_every_view_replays_a_trace_with_control_events():
+    live = aps.train(LSQ, workers=2, steps=FOREVER, lr=0.05, slowdown=[0.001, 0.001], live=True)
+    wait_until(lambda: live.state["version"] >= 5, "5 versions")
+    live.slow(1, 0.002)
+    live.set_lr(0.02)
+    wait_until(lambda: live.state["version"] >= 15, "15 versions")
+    live.stop()
+    trace = live.result().trace
+    model = aps.widgets.TimelineModel(trace)
+    frames = [i for i, e in enumerate(model.events) if e.kind == "control"]
+    assert len(frames) >= 2
+    captions = [aps.widgets.caption(model, i) for i in frames]
+    assert any("worker 1 is slowed down by 0.002 s" in c for c in captions), captions
+    assert any("learning rate is set to 0.02" in c for c in captions), captions
+    assert aps.widgets.timeline_svg(model, frames[0]).startswith("<svg")
+    assert "asyncps-static" in aps.widgets.static_html(model, frames[-1])
+    timeline = aps.widgets.Timeline(trace)
+    assert "<svg" in aps.widgets.static_html(model, timeline.static_frame())
