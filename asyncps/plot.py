@@ -13,7 +13,7 @@ from numbers import Real
 
 import numpy as np
 
-from .core import Run, Trace
+from .core.run import as_trace
 
 POLICY_COLORS = {"sync": "#4C78A8", "async": "#E45756", "ssp": "#F58518"}
 COLORS = {"compute": "#4C78A8", "wait": "#BAB0AC", "fresh": "#54A24B", "stale": "#E45756",
@@ -30,14 +30,7 @@ def loss(run_or_runs, ax=None, label=None, by="version", of="loss"):
     runs = _labelled(run_or_runs, label)
     positive = True
     for name, trace in runs.items():
-        if of == "loss":
-            values = np.asarray(trace.losses, dtype=float)
-        elif of in trace.metrics:
-            values = np.asarray(trace.metrics[of], dtype=float)
-        else:
-            raise ValueError(f"of={of!r} is not allowed: this run has the loss"
-                             + "".join(f", {m!r}" for m in trace.metrics) + " to plot")
-        xs = (np.arange(len(values)) if by == "version" else trace.version_times()[:len(values)])
+        xs, values = trace.curve(of, by)
         ok = np.isfinite(xs) & np.isfinite(values)
         positive &= bool((values[ok] > 0).all())
         ax.plot(xs[ok], values[ok], label=name, color=POLICY_COLORS.get(name), linewidth=1.6)
@@ -54,7 +47,7 @@ def loss(run_or_runs, ax=None, label=None, by="version", of="loss"):
 def staleness(run, ax=None):
     """A histogram of the staleness of each push: bar s counts the pushes stale by s versions
     (s = applied_to - computed_on); bar 0, the fresh pushes, is green."""
-    trace = _trace(run, "run")
+    trace = as_trace(run, "run")
     ax = _axes(ax, (5, 3.5))
     counts = trace.staleness_histogram()
     ax.bar(np.arange(counts.size), counts, width=0.8,
@@ -71,7 +64,7 @@ def staleness(run, ax=None):
 def timeline(trace_or_run, ax=None, until=None):
     """One row per worker (compute bars, waits in grey, pushes marked, stale ones in red with
     their staleness) under the server's row (v0, v1, … as they were made), up to time `until`."""
-    trace = _trace(trace_or_run, "trace_or_run")
+    trace = as_trace(trace_or_run, "trace_or_run")
     if until is not None and (isinstance(until, bool) or not isinstance(until, Real)
                               or not until >= 0):
         raise ValueError(f"until={until!r} is not allowed: until must be None or a time >= 0")
@@ -153,27 +146,18 @@ def _axes(ax, size):
     return plt.subplots(figsize=size, layout="constrained")[1]
 
 
-def _trace(run, name):
-    if isinstance(run, Run):
-        return run.trace
-    if isinstance(run, Trace):
-        return run
-    raise TypeError(f"{name}={run!r:.60} is not allowed: {name} must be a Run (what simulate "
-                    f"or train returns) or its Trace")
-
-
 def _labelled(run_or_runs, label):
     """{label: Trace} from a Run, a list of Runs or {label: Run}; runs are named by policy."""
     if isinstance(run_or_runs, dict):
-        return {str(k): _trace(r, "run_or_runs") for k, r in run_or_runs.items()}
+        return {str(k): as_trace(r, "run_or_runs") for k, r in run_or_runs.items()}
     if isinstance(run_or_runs, (list, tuple)):
-        traces = [_trace(r, "run_or_runs") for r in run_or_runs]
+        traces = [as_trace(r, "run_or_runs") for r in run_or_runs]
         labels = label if isinstance(label, (list, tuple)) else [None] * len(traces)
         if len(labels) != len(traces):
             raise ValueError(f"label has {len(labels)} entries for {len(traces)} runs: give "
                              f"one label per run")
     else:
-        traces, labels = [_trace(run_or_runs, "run_or_runs")], [label]
+        traces, labels = [as_trace(run_or_runs, "run_or_runs")], [label]
     out = {}
     for k, (trace, name) in enumerate(zip(traces, labels)):
         name = str(name) if name is not None else str(trace.meta.get("policy", f"run {k}"))

@@ -91,3 +91,13 @@ def load_run(path):
         if isinstance(err, FileNotFoundError):
             raise
         raise ValueError(f"{path} is not a readable asyncps checkpoint: {err}") from None
+
+
+def as_trace(run_or_trace, name="run_or_trace"):
+    """The Trace of a Run, or the Trace itself: what every view draws."""
+    if isinstance(run_or_trace, Run):
+        return run_or_trace.trace
+    if isinstance(run_or_trace, Trace):
+        return run_or_trace
+    raise TypeError(f"{name}={run_or_trace!r:.60} is not allowed: {name} must be an asyncps Run "
+                    f"(what simulate/train return) or a Trace")

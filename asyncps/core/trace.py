@@ -143,6 +143,21 @@ class Trace:
         made = {p.applied_to + 1: p.time for p in self.pushes}
         return np.array([0.0] + [made.get(v, np.nan) for v in range(1, len(self.losses))])
 
+    def curve(self, of="loss", by="version"):
+        """(xs, values): the loss (or a metric, of="accuracy") of each version, against the version
+        (by="version") or the time it was made (by="time"); NaN where a version was not scored."""
+        if of == "loss":
+            values = np.asarray(self.losses, dtype=float)
+        elif of in self.metrics:
+            values = np.asarray(self.metrics[of], dtype=float)
+        else:
+            raise ValueError(f"of={of!r} is not allowed: this run has the loss"
+                             + "".join(f", {m!r}" for m in self.metrics) + " to plot")
+        if by not in ("version", "time"):
+            raise ValueError(f"by={by!r} is not allowed: by must be 'version' or 'time'")
+        xs = np.arange(len(values)) if by == "version" else self.version_times()[:len(values)]
+        return xs, values
+
     @property
     def duration(self):
         """Time from the start to the last event."""

@@ -7,7 +7,8 @@ import ipywidgets as widgets
 from ..problems.base import Problem
 from . import render_params as rp
 from . import render_timeline as rt
-from .timeline import Timeline, as_trace
+from ..core.run import as_trace
+from .timeline import Timeline
 
 
 class ParameterView(widgets.VBox):

@@ -77,14 +77,7 @@ def loss_curves(runs, by="version", of="loss", width=340, height=220):
     {label: Run} on the same axes. Versions that were not scored (loss_every) are skipped."""
     series = []
     for label, run in runs.items():
-        if of == "loss":
-            values = np.asarray(run.losses, dtype=float)
-        elif of in run.metrics:
-            values = np.asarray(run.metrics[of], dtype=float)
-        else:
-            raise ValueError(f"of={of!r} is not allowed: this run has the loss"
-                             + "".join(f", {m!r}" for m in run.metrics) + " to plot")
-        xs = np.arange(len(values)) if by == "version" else run.trace.version_times()[:len(values)]
+        xs, values = run.trace.curve(of, by)
         color = POLICY_COLORS.get(label, PALETTE[len(series) % len(PALETTE)])
         series.append((label, xs, values, color))
     unit = "time" if by != "version" else "server version"

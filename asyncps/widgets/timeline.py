@@ -9,18 +9,8 @@ from html import escape
 import ipywidgets as widgets
 
 from ..core import checks
-from ..core.run import Run
-from ..core.trace import Trace
+from ..core.run import as_trace
 from . import render_timeline as rt
-
-
-def as_trace(run_or_trace, name="run_or_trace"):
-    if isinstance(run_or_trace, Run):
-        return run_or_trace.trace
-    if isinstance(run_or_trace, Trace):
-        return run_or_trace
-    raise TypeError(f"{name}={run_or_trace!r:.60} is not allowed: {name} must be an asyncps Run "
-                    f"(what simulate/train return) or a Trace")
 
 
 class Timeline(widgets.VBox):
