@@ -11,6 +11,7 @@ from .core import (LR_SCHEDULES, POLICIES, Compute, Lost, ParameterServer, Pull,
                    RunConfig, Snapshot, Trace, Wait, load_run, violations)
 from .core.events import Control
 from .engines import ENGINES, compare, simulate, train
+from .engines import live as _live
 from .engines.live import LiveRun
 from .problems import Problem
 from .core import display as _display
@@ -24,6 +25,16 @@ def _summary_html(run_or_trace):
 
 
 _display.register_html(_summary_html)
+
+
+def _live_view(live, **options):
+    """How Jupyter shows a LiveRun (engines/live.py): the widgets layer's LiveView, imported on the
+    first display, since an engine never imports a widget."""
+    from .widgets.live import LiveView
+    return LiveView(live, **options)
+
+
+_live.register_view(_live_view)
 
 __version__ = "0.1.0"
 

@@ -225,9 +225,9 @@ def test_bad_controls_name_the_argument():
 
 
 def test_live_is_refused_where_it_is_not_offered_yet():
-    with pytest.raises(ValueError, match="live=True is not allowed with engine='processes' yet.*"
+    with pytest.raises(ValueError, match="live=True is not allowed with engine='rpc' yet.*"
                                          "use engine='threads'"):
-        aps.train(LSQ, engine="processes", live=True)
+        aps.train(LSQ, engine="rpc", live=True)
     with pytest.raises(ValueError, match="progress=True is not allowed with live=True"):
         aps.train(LSQ, live=True, progress=True)
     with pytest.raises(TypeError, match="live='yes' is not allowed"):

@@ -17,8 +17,8 @@ ends, also on Ctrl-C; `live.stop()` is safe twice and after the end, and returns
 of the run is left. Ctrl-C while waiting in `live.result()` stops the run too.
 
 `state` never blocks a worker: it reads the server's version and lr and the events added to the
-trace since the last call. The engine obeys the changes (engines/threads.py, Controls); this
-module checks them and keeps the thread that runs the engine.
+trace since the last call. The engine obeys the changes (Controls in engines/threads.py and
+engines/processes.py); this module checks them and keeps the thread that runs the engine.
 """
 import math
 import threading
@@ -26,6 +26,16 @@ import threading
 from ..core import checks
 
 STOPPED = "stopped by live.stop()"
+_views = []           # at most one: make(live, fps=, window=) -> a widget (asyncps/__init__.py)
+
+
+def register_view(make):
+    """Let `make(live, fps=, window=)` (-> a widget) draw live runs; the package registers the
+    widgets layer's LiveView (an engine never imports a widget). None: nobody."""
+    if make is not None and not callable(make):
+        raise TypeError(f"make={make!r:.60} is not allowed: make must be a function "
+                        f"make(live, fps=, window=) -> a widget, or None")
+    _views[:] = [] if make is None else [make]
 
 
 class LiveRun:
@@ -35,7 +45,7 @@ class LiveRun:
         """`run()` runs the engine to the end and returns the Run; it starts here, in a thread."""
         self._server, self._controls = server, controls
         self._run, self._error = None, None
-        self._seen, self._pushes, self._lost = 0, 0, []
+        self._seen, self._last, self._pushes, self._lost = 0, None, 0, []
         self._staleness = [None] * server.workers       # of each worker's latest push
         self._reading = threading.Lock()                 # two callers of `state` at once
         self._thread = threading.Thread(target=self._main, args=(run,), name="asyncps-live")
@@ -53,15 +63,36 @@ class LiveRun:
         return self._thread.is_alive()
 
     @property
+    def trace(self):
+        """The run's trace, growing while it runs (read it; the workers append to it)."""
+        return self._server.trace
+
+    def view(self, fps=10, window=40):
+        """A widget that shows the run as it goes and changes it (asyncps.widgets.LiveView): at
+        most `fps` redraws a second, the Timeline of the newest `window` events."""
+        if not _views:
+            raise RuntimeError("no live view is registered (asyncps registers its LiveView when "
+                               "imported: `import asyncps`)")
+        return _views[0](self, fps=fps, window=window)
+
+    def _repr_mimebundle_(self, **kwargs):
+        """Jupyter shows the live view; where it cannot be made, the plain repr."""
+        try:
+            view = self.view()
+        except ImportError:                             # no ipywidgets: the repr
+            return None
+        bundle = view._repr_mimebundle_(**kwargs) or {}
+        bundle["text/plain"] = repr(self)
+        return bundle
+
+    @property
     def state(self):
         """Where the run is now: version, steps, pushes, running, paused, lr, the loss of the latest
         scored version, and per worker the staleness of its latest push (None before its first),
         its slowdown (seconds per gradient) and which workers were lost; time on the run's clock."""
         server, trace = self._server, self._server.trace
         with self._reading:
-            new = trace.events[self._seen:]              # one slice: the workers only append
-            self._seen += len(new)
-            for e in new:
+            for e in self._new_events(trace):
                 if e.kind == "push":
                     self._pushes += 1
                     self._staleness[e.worker] = e.staleness
@@ -74,6 +105,19 @@ class LiveRun:
                 "loss": _latest_loss(trace.losses), "staleness": staleness,
                 "slowdown": list(self._controls.slowdown), "lost": lost,
                 "time": self._controls.clock()}
+
+    def _new_events(self, trace):
+        """The events added since the last call, each once. Engines append them, except the
+        processes engine, which inserts a worker's own pulls where their time puts them: that only
+        moves the last event seen to the right, so it is looked for by identity from where it was."""
+        start = max(self._seen - 1, 0)
+        new = trace.events[start:]                       # one slice: atomic while the run appends
+        if self._last is not None:
+            at = next(i for i, e in enumerate(new) if e is self._last)
+            start, new = start + at + 1, new[at + 1:]
+        if new:
+            self._seen, self._last = start + len(new), new[-1]
+        return new
 
     # -- changing ----------------------------------------------------------------------------
     def slow(self, worker, seconds):

@@ -20,13 +20,23 @@ thread per worker). The problem is sent once, with cloudpickle, so a problem def
 cell works too. A worker that raises stops the run and its error is raised here with the
 worker's traceback; a worker killed by a signal is recorded as a Lost event: async goes on
 without it, sync and ssp stop with an error. Learner hooks run here, in the server.
+
+A live run (`aps.train(..., engine="processes", live=True)`, engines/live.py) is changed through
+`Controls`: each worker's extra seconds per gradient and the pause are shared memory a child reads
+at every gradient; a kill is a real SIGKILL of that child (the parent then records its Lost event
+as for any child that died); the lr and stopping go through the server, here in the parent.
+The lr of a worker's own local steps (push_every > 1) is the run's lr: only the server's changes.
 """
 
 import os
 import platform
+import signal
+import threading
 import time
 
-from ..core.events import Pull
+import numpy as np
+
+from ..core.events import Control, Pull
 from ..core.semantics import Snapshot
 from . import procs
 from .worker import COMPUTE, GATE, pulls_with_each_push, worker_loop, worker_rng
@@ -102,20 +112,31 @@ def seqlock_is_sound():
     return platform.machine().lower() in ("x86_64", "amd64")
 
 
-def _child(k, payload, shard, slot, flags, shared, seq, offset, conn):
+def obey(k, flags, slowdown):
+    """Worker k, its gradient computed: sleep its extra seconds, then wait while the run is paused
+    (flags[1]); both end early once the run is done (flags[0])."""
+    deadline = time.monotonic() + float(slowdown[k])
+    while not flags[0] and (left := deadline - time.monotonic()) > 0:
+        time.sleep(min(left, 0.05))
+    while flags[1] and not flags[0]:
+        time.sleep(0.005)
+
+
+def _child(k, payload, shard, slot, flags, slowdown, shared, seq, offset, conn):
     try:
         procs.child_setup()
         problem, config = procs.loads(payload)
         problem = problem.on_device(config.devices[k])
-        remote = Remote(conn, config, slot.numpy(), flags.numpy(), shared.numpy(), seq.numpy())
+        flags, slowdown = flags.numpy(), slowdown.numpy()
+        remote = Remote(conn, config, slot.numpy(), flags, shared.numpy(), seq.numpy())
         conn.send(("ready", []))
         start = conn.recv()                              # every worker starts together
         clock = lambda: offset + time.perf_counter() - start      # noqa: E731  (one clock: CLOCK_MONOTONIC)
-        slowdown, copies = config.slowdown[k], {}
+        copies = {}
         for need in worker_loop(k, remote, problem, shard, config, worker_rng(config.seed, k, 0),
                                 clock, copies):
-            if need == COMPUTE and slowdown:
-                time.sleep(slowdown)
+            if need == COMPUTE:
+                obey(k, flags, slowdown)
             elif need == GATE:
                 remote.wait_gate(clock())
         remote.finish()
@@ -123,15 +144,121 @@ def _child(k, payload, shard, slot, flags, shared, seq, offset, conn):
         procs.send_error(conn, err)
 
 
+# -- the parent: what may change while the workers run ------------------------------
+class Controls:
+    """What may change while the worker processes run (engines/live.py calls it), and the shared
+    memory the children read it from: `flags` ([0] done, [1] paused), each worker's `slowdown`.
+
+    Every change is a Control event at `clock()` (the run's start until the workers start
+    together, then the engine's clock), recorded under `lock`, which the serving loop holds while
+    it handles messages; a change once the run is done records nothing and returns False.
+    Made without torch (train(..., live=True) returns at once): `share()` moves it to shared memory.
+    """
+
+    def __init__(self, server, config, clock):
+        self.server, self.lock, self.killed = server, threading.Lock(), set()
+        self.flags = np.zeros(2, dtype=np.int8)
+        self._slowdown = np.array(config.slowdown, dtype=np.float64)
+        self._children, self._start = None, clock()
+        self.clock = lambda: self._start
+
+    def share(self):
+        """The flags and slowdowns as shared tensors for the children (this process keeps views)."""
+        import torch
+
+        with self.lock:
+            flags = torch.from_numpy(self.flags.copy()).share_memory_()
+            slowdown = torch.from_numpy(self._slowdown.copy()).share_memory_()
+            self.flags, self._slowdown = flags.numpy(), slowdown.numpy()
+        return flags, slowdown
+
+    @property
+    def paused(self):
+        return bool(self.flags[1])
+
+    @property
+    def slowdown(self):
+        return [float(s) for s in self._slowdown]
+
+    def _record(self, what, worker=None, value=None):
+        self.server.record(Control(what, worker, value, self.clock()))
+        return True
+
+    def slow(self, worker, seconds):
+        with self.lock:
+            if self.server.done:
+                return False
+            self._slowdown[worker] = seconds
+            return self._record("slow", worker, seconds)
+
+    def pause(self, paused=True):
+        with self.lock:
+            if self.server.done:
+                return False
+            self.flags[1] = paused
+            return self._record("pause" if paused else "resume")
+
+    def resume(self):
+        return self.pause(False)
+
+    def kill(self, worker):
+        """SIGKILL worker's process (once the workers have started: then)."""
+        with self.lock:
+            if self.server.done:
+                return False
+            self.killed.add(worker)
+            self._record("kill", worker)
+            if self._children is not None:
+                self._kill(worker)
+            return True
+
+    def _kill(self, worker):
+        proc = self._children.procs[worker]
+        if proc.is_alive():
+            os.kill(proc.pid, signal.SIGKILL)
+
+    def set_lr(self, lr):
+        with self.lock:
+            if self.server.done:
+                return False
+            self.server.set_lr(lr, self.clock())      # records its Control event
+            return True
+
+    def stop(self, message):
+        """End the run (not as diverged): each worker stops at its next step."""
+        with self.lock:
+            stopped = not self.server.done
+            if stopped:
+                self.server.stop(message, diverged=False)
+                self._record("stop")
+            self.flags[0] = 1
+        return stopped
+
+    def started(self, children, clock):
+        """The workers start now, on `clock`: a kill that came earlier is carried out."""
+        with self.lock:
+            self._children, self.clock = children, clock
+            for worker in sorted(self.killed):
+                self._kill(worker)
+
+    def lost_reason(self, k, reason):
+        """Why child k is gone, saying so when live.kill() killed it."""
+        if k not in self.killed:
+            return reason
+        return f"killed by live.kill() (pid {self._children.procs[k].pid}: {reason})"
+
+
 # -- the parent: one loop serves every worker -------------------------------------
-def run_processes(server, problem, shards, config, copies, offset, progress=None):
+def run_processes(server, problem, shards, config, copies, offset, progress=None, controls=None):
     """Serve every worker process from this one; `progress(version)` (optional) is told the
-    server's version between messages."""
+    server's version between messages. `controls`: a live run's Controls (made here when not given)."""
     import torch
 
+    if controls is None:
+        controls = Controls(server, config, lambda: offset)
     dtype = torch.from_numpy(server.params[:0]).dtype          # the problem's: float32 for a model
     slots = torch.zeros((config.workers, 2, server.params.size), dtype=dtype).share_memory_()
-    flags = torch.zeros(1, dtype=torch.int8).share_memory_()
+    flags, slowdown = controls.share()
     shared = torch.from_numpy(server.params.copy()).share_memory_()   # the server's parameters
     seq = torch.tensor([0, server.version], dtype=torch.int64).share_memory_()
     server.params = shared.numpy()                             # the server updates them in place
@@ -139,13 +266,14 @@ def run_processes(server, problem, shards, config, copies, offset, progress=None
     with procs.Children() as children:
         for k in range(config.workers):
             children.start(_child, f"asyncps-worker-{k}", k, payload, shards[k], slots[k], flags,
-                           shared, seq, offset)
+                           slowdown, shared, seq, offset)
         _wait_ready(children, config.timeout)
         start = time.perf_counter()
         for conn in children.conns:
             conn.send(start)
         clock = lambda: offset + time.perf_counter() - start      # noqa: E731
-        _serve(server, children, slots.numpy(), flags, seq.numpy(), clock, copies, config.timeout,
+        controls.started(children, clock)
+        _serve(server, children, slots.numpy(), controls, seq.numpy(), clock, copies, config.timeout,
                progress)
         children.ok = True
 
@@ -165,57 +293,71 @@ def _wait_ready(children, timeout):
             raise TimeoutError(f"workers {sorted(waiting)} did not start in time")
 
 
-def _serve(server, children, views, flags, seq, clock, copies, timeout, progress):
-    conns = children.conns
+def _serve(server, children, views, controls, seq, clock, copies, timeout, progress):
+    """Until every worker said it is done or died. Each batch of messages is handled under
+    `controls.lock`; a pause (controls.paused) is no lack of progress."""
+    conns, flags = children.conns, controls.flags
     live, parked = set(range(len(conns))), set()
     last = time.monotonic()
+
+    def reply(k, answer):
+        try:
+            conns[k].send(answer)
+        except (BrokenPipeError, ConnectionResetError):
+            pass                                        # k died: its sentinel says so next
+
     while live:
-        for k, message in children.receive(live):
-            if k not in live:
-                continue
-            if message is None:                         # the process died without a word
-                live.discard(k)
-                parked.discard(k)
-                server.lose(k, clock(), children.exit_reason(k))    # raises for sync / ssp
-                if not live and not server.done:
-                    raise RuntimeError(f"every worker was lost before v{server.steps}")
-                continue
-            last = time.monotonic()
-            kind, *args, events = message
-            for event in events:                       # a worker's own pulls go where their time is
-                server.trace.record(event, in_time=event.kind == "pull")
-            if kind == "pull":
-                conns[k].send(server.pull(k, args[0], out=views[k, 0]).version)
-            elif kind == "push":
-                computed_on, when = args
-                seq[0] += 1                            # odd: readers wait or read again
-                server.push(k, views[k, 1], computed_on, when, checked=True)   # the worker checked it
-                seq[1] = server.version
-                seq[0] += 1                            # even: a consistent version again
-                flags[0] = server.done                 # before the reply: nobody starts after the end
-                conns[k].send(server.may_start(k))
-            elif kind == "gate":
-                if server.may_start(k):
-                    conns[k].send(True)
-                else:
-                    parked.add(k)
-            elif kind == "stop":
-                server.stop(args[0])
+        said = children.receive(live)
+        with controls.lock:
+            for k, message in said:
+                if k not in live:
+                    continue
+                if message is None:                     # the process died without a word
+                    live.discard(k)
+                    parked.discard(k)
+                    reason = controls.lost_reason(k, children.exit_reason(k))
+                    server.lose(k, clock(), reason)     # raises for sync / ssp
+                    if not live and not server.done:
+                        raise RuntimeError(f"every worker was lost before v{server.steps}")
+                    continue
+                last = time.monotonic()
+                kind, *args, events = message
+                for event in events:                   # a worker's own pulls go where their time is
+                    server.trace.record(event, in_time=event.kind == "pull")
+                if kind == "pull":
+                    reply(k, server.pull(k, args[0], out=views[k, 0]).version)
+                elif kind == "push":
+                    computed_on, when = args
+                    seq[0] += 1                        # odd: readers wait or read again
+                    server.push(k, views[k, 1], computed_on, when, checked=True)   # the worker checked it
+                    seq[1] = server.version
+                    seq[0] += 1                        # even: a consistent version again
+                    flags[0] = server.done             # before the reply: nobody starts after the end
+                    reply(k, server.may_start(k))
+                elif kind == "gate":
+                    if server.may_start(k):
+                        reply(k, True)
+                    else:
+                        parked.add(k)
+                elif kind == "stop":
+                    server.stop(args[0])
+                    flags[0] = 1
+                    reply(k, None)
+                elif kind == "done":
+                    live.discard(k)
+                    copies[k] = views[k, 0].copy()
+                elif kind == "error":
+                    raise procs.remote_error(f"worker {k}", args[0], args[1])
+            if server.done:
                 flags[0] = 1
-                conns[k].send(None)
-            elif kind == "done":
-                live.discard(k)
-                copies[k] = views[k, 0].copy()
-            elif kind == "error":
-                raise procs.remote_error(f"worker {k}", args[0], args[1])
-        if server.done:
-            flags[0] = 1
+            for k in sorted(parked):
+                if server.may_start(k):
+                    parked.discard(k)
+                    reply(k, True)
         if progress is not None:
             progress(server.version)
-        for k in sorted(parked):
-            if server.may_start(k):
-                parked.discard(k)
-                conns[k].send(True)
+        if controls.paused:
+            last = time.monotonic()
         if time.monotonic() - last > timeout:
             raise TimeoutError(f"no worker made progress for {timeout:g} s at v{server.version} "
                                f"(clocks {server.clocks}, waiting: {sorted(parked)})")

@@ -1,15 +1,18 @@
-"""Widgets that render a Run or Trace: Timeline, ParameterView, Playground.
+"""Widgets that render a Run or Trace: Timeline, ParameterView, Playground; and LiveView, a live
+run (aps.train(..., live=True)) watched and changed while it runs.
 
-The drawing is in pure functions (render_timeline, render_params, render_charts: Trace -> SVG)
-that need no kernel; the widgets only wire ipywidgets controls to them.
+The drawing is in pure functions (render_timeline, render_params, render_charts, render_live:
+Trace -> SVG) that need no kernel; the widgets only wire ipywidgets controls to them.
 """
+from .live import LiveView
 from .params import ParameterView, show
 from .playground import Playground
 from .render_charts import histogram_svg, loss_curves
+from .render_live import live_svg
 from .render_params import ParameterModel, param_caption, params_svg
 from .render_timeline import TimelineModel, caption, static_html, timeline_svg
 from .timeline import Timeline
 
-__all__ = ["Timeline", "ParameterView", "Playground", "show", "TimelineModel",
-           "timeline_svg", "caption", "static_html", "ParameterModel", "params_svg",
+__all__ = ["Timeline", "ParameterView", "Playground", "LiveView", "show", "TimelineModel",
+           "timeline_svg", "live_svg", "caption", "static_html", "ParameterModel", "params_svg",
            "param_caption", "loss_curves", "histogram_svg"]

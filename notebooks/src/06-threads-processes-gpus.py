@@ -239,6 +239,55 @@ else:
     assert aps.train(mlp, workers=2, steps=5, device="auto").trace.meta["devices"] == ["cpu", "cpu"]
 
 # %% [markdown] slide
+# ## Watch it happen: a live run, changed while it trains
+# Everything above replayed a run after it ended. `aps.train(..., live=True)` returns at once with a
+# handle while the workers train in the background; shown in a notebook, the handle is a live view
+# (the newest events of the timeline, the server's version, the loss and the staleness histogram,
+# redrawn at most ten times a second) with a slider per worker, the lr, pause, stop and kill. In
+# class, move worker 3's slider and watch its pushes turn red; kill worker 1 and watch async go on.
+# Every change is a `Control` event in the trace, so the replay afterwards shows it too.
+#
+# The cell below does the same from code, so that it runs unattended: it slows worker 3 down
+# mid-run, then kills worker 1.
+
+# %% tags=nbval-ignore-output
+import time
+
+live = aps.train(problem, workers=4, policy="async", lr=0.05, steps=100_000,
+                 slowdown=[0.002] * 4, engine="processes", live=True)
+display(live)                                   # the live view: it keeps moving after the cell ends
+
+
+def wait_for(version):
+    while live.running and live.state["version"] < version:
+        time.sleep(0.05)
+
+
+wait_for(300)
+live.slow(3, 0.03)                              # worker 3 becomes a straggler, mid-run
+wait_for(600)
+live.kill(1)                                    # worker 1 dies; async carries on without it
+wait_for(900)
+live.stop()
+run = live.result()
+print(run)
+assert run.message == "stopped by live.stop()" and [e.what for e in run.trace.controls] == ["slow", "kill", "stop"]
+
+slowed = next(e.time for e in run.trace.controls if e.what == "slow")
+killed = next(e.time for e in run.trace.controls if e.what == "kill")
+before = [p.staleness for p in run.trace.pushes if p.worker == 3 and p.time < slowed]
+after = [p.staleness for p in run.trace.pushes if p.worker == 3 and p.time > slowed]
+late = [p for p in run.trace.pushes if p.worker == 1 and p.time > killed + 0.5]
+lost = [e for e in run.trace.events if e.kind == "lost"]
+assert aps.violations(run.trace) == [] and lost and lost[0].worker == 1 and not late
+display(Markdown(
+    f"Worker 3's pushes were {np.mean(before):.1f} versions stale on average before it was slowed "
+    f"down and {np.mean(after):.1f} after: while it computes one gradient the other workers now "
+    f"push many. Worker 1 was lost at t = {lost[0].time:.2f} s ({lost[0].reason}) and pushed "
+    f"nothing after; the run went on to v{len(run.losses) - 1} without it. Under `policy=\"sync\"` "
+    f"the same kill stops the run with an error: the barrier would wait for worker 1 forever."))
+
+# %% [markdown] slide
 # ## Check your understanding
 # 1. `aps.violations(run.trace)` is `[]` for a threads run and for a processes run, yet the two
 #    traces differ. Which properties do they share, and what is allowed to differ?

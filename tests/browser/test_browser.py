@@ -186,3 +186,63 @@ def test_playground_renders_in_voila(tmp_path, browser_page):
         raise
     finally:
         server.stop()
+
+
+LIVE_CELLS = [
+    "import threading\nimport asyncps as aps",
+    "live = aps.train(aps.problems.LeastSquares(n=256, dim=8, seed=0), workers=2, policy='async',\n"
+    "                 lr=0.05, steps=10**6, slowdown=[0.005, 0.005], engine='threads', live=True)\n"
+    "live",
+    "run = live.result(timeout=60)\n"
+    "print('controls:', [(e.what, e.worker) for e in run.trace.controls])\n"
+    "print('left:', [t.name for t in threading.enumerate() if t.name.startswith('asyncps')])",
+]
+
+
+@pytest.mark.timeout(240)
+def test_a_live_run_moves_in_jupyterlab_and_obeys_its_controls(tmp_path, browser_page):
+    from playwright.sync_api import expect
+
+    page = browser_page
+    root = tmp_path / "root"
+    root.mkdir()
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in LIVE_CELLS])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)",
+                                 "language": "python"}
+    nbformat.write(nb, root / "live.ipynb")
+    server = lab(root, tmp_path, "live.ipynb")
+    try:
+        page.goto(server.url)
+        idle = page.locator("#jp-main-statusbar").get_by_text("Python 3 (ipykernel) | Idle")
+        expect(idle).to_be_visible(timeout=90_000)
+        page.locator(".jp-Cell .jp-InputArea-editor").first.click()
+        page.keyboard.press("Shift+Enter")            # the imports
+        page.keyboard.press("Shift+Enter")            # the live run: the cell ends, the run goes on
+        header = page.locator(".asyncps-live-view svg text", has_text="server at v").first
+        expect(header).to_be_visible(timeout=60_000)
+        expect(idle).to_be_visible(timeout=30_000)    # nothing else runs in the kernel now...
+
+        def version():
+            return int(header.text_content().split("server at v")[1].split()[0])
+
+        first, deadline = version(), time.time() + 20
+        while version() <= first + 5 and time.time() < deadline:
+            time.sleep(0.2)
+        assert version() > first + 5, "...and yet the version shown goes up"
+        handle = page.locator(".asyncps-live-view .widget-slider .noUi-handle").first
+        handle.focus()
+        for _ in range(5):
+            handle.press("ArrowRight")                # worker 0's slowdown, 5 steps up
+        page.locator(".asyncps-live-view button", has_text="stop").first.click()
+        page.locator(".jp-Cell").nth(2).click()
+        page.keyboard.press("Shift+Enter")            # the result, the controls, the threads left
+        out = page.locator(".jp-Cell").nth(2).locator(".jp-OutputArea-output")
+        expect(out).to_contain_text("left: []", timeout=60_000)
+        assert "('slow', 0)" in out.text_content() and "('stop', None)" in out.text_content()
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "lab_live.png"), full_page=True)
+    except BaseException:
+        failed(page, "live")
+        raise
+    finally:
+        server.stop()

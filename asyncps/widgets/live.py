@@ -1,0 +1,159 @@
+"""LiveView: a live run (`aps.train(..., live=True)`) watched and changed in a notebook.
+
+    live = aps.train(problem, workers=4, steps=100_000, live=True)
+    live                          # in Jupyter: shows live.view(), this widget
+    view = aps.widgets.LiveView(live, fps=10, window=40)
+
+The picture is render_live.live_svg: the Timeline of the newest `window` events, the server's
+version, the loss (and accuracy, where scored) and the staleness histogram. A thread of its own
+redraws it at most `fps` times a second, and only when something changed; it reads the trace with
+one slice per list and the state through `live.state`, never under the server's lock, so no worker
+waits for it. When the run ends it draws once more (how it ended, a failed run's error too) and
+stops, and the controls are disabled.
+
+The controls call the LiveRun's own methods: each worker's slowdown (`live.slow`), the lr
+(`live.set_lr`), pause/resume, stop and kill worker k. What a control cannot do (too late: the run
+has ended) is said in the message line, not raised into the notebook.
+"""
+import math
+import threading
+import time
+from html import escape
+
+import ipywidgets as widgets
+
+from ..core import checks
+from ..engines.live import LiveRun
+from . import render_live as rl
+
+MAX_FPS = 10
+BUSY = 0.25           # drawing takes at most this share of the time (long runs draw slower)
+
+
+class LiveView(widgets.VBox):
+    """The live picture of `live` and its controls; `redraws` counts the pictures drawn."""
+
+    def __init__(self, live, fps=10, window=40, width=720):
+        self._quit, self._thread = threading.Event(), None     # close() may come from __del__
+        if not isinstance(live, LiveRun):
+            raise checks.bad("live", live, "a LiveRun: aps.train(..., live=True)", TypeError)
+        self.live = live
+        self.fps = checks.real("fps", fps, positive=True)
+        if self.fps > MAX_FPS:
+            raise checks.bad("fps", fps, f"a number > 0 and <= {MAX_FPS} (redraws per second)")
+        self.window = checks.integer("window", window, minimum=2, maximum=5000)
+        self.width = checks.integer("width", width, minimum=360, maximum=4000)
+        self.redraws, self.ended = 0, None
+        self._tally, self._drawn = rl.StalenessTally(), None
+        state = live.state
+        self.picture, self.message = widgets.HTML(), widgets.HTML()
+        self.controls = self._make_controls(state)
+        super().__init__([self._layout(), self.picture, self.message])
+        self.add_class("asyncps-live-view")
+        self._draw(state)
+        self._thread = threading.Thread(target=self._loop, name="asyncps-live-view", daemon=True)
+        self._thread.start()
+
+    # -- the controls ------------------------------------------------------------------------
+    def _make_controls(self, state):
+        style, wide = {"description_width": "150px"}, widgets.Layout(width="380px")
+        top = max(0.25, 2 * max(state["slowdown"]))
+        slow = [widgets.FloatSlider(value=s, min=0.0, max=top, step=0.001, readout_format=".3f",
+                                    description=f"worker {k} slowdown", continuous_update=False,
+                                    tooltip="extra seconds per gradient", style=style, layout=wide)
+                for k, s in enumerate(state["slowdown"])]
+        for k, slider in enumerate(slow):
+            slider.observe(lambda change, k=k: self._do(self.live.slow, k, change["new"]), "value")
+        at = math.log10(state["lr"])
+        lr = widgets.FloatLogSlider(value=state["lr"], base=10, min=at - 2, max=at + 1, step=0.05,
+                                    readout_format=".2g", description="lr",
+                                    continuous_update=False, style=style, layout=wide)
+        lr.observe(lambda change: self._do(self.live.set_lr, change["new"]), "value")
+        pause = widgets.ToggleButton(value=state["paused"], description="pause", icon="pause")
+        pause.observe(lambda change: self._do(self.live.pause if change["new"]
+                                              else self.live.resume), "value")
+        stop = widgets.Button(description="stop", icon="stop", button_style="warning")
+        stop.on_click(lambda _: self._do(self.live.stop))
+        victim = widgets.Dropdown(options=[(f"worker {k}", k) for k in range(len(slow))], value=0,
+                                  layout=widgets.Layout(width="110px"))
+        kill = widgets.Button(description="kill", icon="times", button_style="danger")
+        kill.on_click(lambda _: self._do(self.live.kill, victim.value))
+        return {"slowdown": slow, "lr": lr, "pause": pause, "stop": stop, "worker": victim,
+                "kill": kill}
+
+    def _layout(self):
+        c = self.controls
+        buttons = widgets.HBox([c["pause"], c["stop"], c["worker"], c["kill"]])
+        return widgets.HBox([widgets.VBox(c["slowdown"]), widgets.VBox([c["lr"], buttons])])
+
+    def _do(self, change, *args):
+        """Call a LiveRun method; what it refuses goes to the message line."""
+        try:
+            change(*args)
+        except (RuntimeError, ValueError, TypeError) as err:
+            self._say(str(err), error=True)
+        else:
+            self._say("")
+        self._drawn = None                               # the next tick redraws
+
+    def _say(self, words, error=False):
+        color = "#B2182B" if error else "#222"
+        self.message.value = (f'<div class="asyncps-live-message" style="color:{color}">'
+                              f'{escape(words)}</div>' if words else "")
+
+    # -- drawing -----------------------------------------------------------------------------
+    def _loop(self):
+        """Redraw when something changed, at most fps times a second, until the run has ended;
+        then draw its end once and disable the controls."""
+        pause = 1.0 / self.fps                           # __init__ has just drawn
+        while not self._quit.wait(pause):
+            running = self.live.running                  # before the state: then it is the last
+            state = self.live.state
+            if not running:
+                break
+            start = time.perf_counter()
+            self._draw(state)
+            pause = max(1.0 / self.fps, (time.perf_counter() - start) / BUSY)
+        else:
+            return                                       # closed: nothing more to draw
+        try:
+            self.ended = rl.outcome(self.live.result(timeout=0))
+        except Exception as err:                         # noqa: BLE001 - the run's error, shown
+            self.ended = rl.outcome(err)
+        self._draw(state, force=True)
+        self._say(self.ended, error=not self.ended.startswith(("finished", "stopped")))
+        for control in self.every_control():
+            control.disabled = True
+
+    def _draw(self, state, force=False):
+        seen = (state["version"], state["paused"], state["lr"], tuple(state["lost"]),
+                tuple(state["slowdown"]))
+        if seen == self._drawn and not force:
+            return
+        self._drawn = seen
+        trace = self.live.trace
+        self.picture.value = rl.live_svg(trace, state, self.window, self.width,
+                                         counts=self._tally.update(trace), ended=self.ended)
+        self.redraws += 1
+
+    def every_control(self):
+        """The controls one by one: the slowdown sliders, lr, pause, stop, which worker, kill."""
+        c = self.controls
+        return [*c["slowdown"], c["lr"], c["pause"], c["stop"], c["worker"], c["kill"]]
+
+    # -- the end -----------------------------------------------------------------------------
+    def join(self, timeout=None):
+        """Wait until the view has drawn the run's end (the run must end: live.result())."""
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    def close(self):
+        """Stop redrawing (the run goes on) and close the widget."""
+        self._quit.set()
+        if self._thread not in (None, threading.current_thread()):
+            self._thread.join()
+        super().close()
+
+    def __repr__(self):
+        status = self.ended or ("running" if self.live.running else "ending")
+        return f"LiveView({status}, {self.redraws} redraws, fps<={self.fps:g})"
