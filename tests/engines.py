@@ -1,5 +1,6 @@
 """Helpers for the engine tests: run one configuration on any engine, and check nothing is left behind."""
 import os
+import threading
 import time
 
 import psutil
@@ -48,3 +49,19 @@ def nothing_left_behind():
         time.sleep(0.05)
     assert leftover_processes() == []
     assert shm_segments() <= before
+
+
+@pytest.fixture
+def no_thread_survives():
+    """After the test: no thread of ours (worker, live run, live view) is still running."""
+    yield
+    left = [t.name for t in threading.enumerate() if t.name.startswith("asyncps-")]
+    assert left == [], f"threads left running: {left}"
+
+
+def wait_until(condition, what, seconds=30.0):
+    """Poll `condition()` until it holds; fail (not hang) if it never does."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, f"never happened: {what}"
+        time.sleep(0.01)

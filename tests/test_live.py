@@ -1,39 +1,45 @@
-"""A live run (aps.train(..., live=True)) on threads: watched while it runs, changed by Control events
-that are in its trace, and nothing left running however it ends."""
+"""A live run (aps.train(..., live=True)) on every engine that offers it: watched while it runs,
+changed by Control events that are in its trace, and nothing left running however it ends
+(no thread, no process, no shared-memory segment)."""
+import re
 import threading
 import time
 
 import numpy as np
+import psutil
 import pytest
 
 import asyncps as aps
+from engines import leftover_processes, nothing_left_behind, no_thread_survives, wait_until  # noqa: F401
+
+pytestmark = pytest.mark.usefixtures("nothing_left_behind", "no_thread_survives")
 
 LSQ = aps.problems.LeastSquares(n=256, dim=8, seed=0)
 FOREVER = 10**6                                  # steps no test waits for: each one stops its run
+LIVE = ["threads", "processes"]                  # rpc does not run live yet (refused, below)
 
 
-@pytest.fixture(autouse=True)
-def no_thread_survives():
-    yield
-    left = [t.name for t in threading.enumerate() if t.name.startswith("asyncps-")]
-    assert left == [], f"threads left running: {left}"
-
-
-def wait_until(condition, what, seconds=20.0):
-    """Poll `condition()` until it holds; fail (not hang) if it never does."""
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, f"never happened: {what}"
-        time.sleep(0.01)
+def live_run(engine, problem=LSQ, workers=3, **kwargs):
+    kwargs.setdefault("slowdown", [0.002] * workers)
+    kwargs.setdefault("steps", FOREVER)
+    return aps.train(problem, engine=engine, workers=workers, live=True, **kwargs)
 
 
 def index_of(trace, what):
     return next(i for i, e in enumerate(trace.events) if e.kind == "control" and e.what == what)
 
 
-def test_train_returns_at_once_and_the_version_grows_in_state():
-    with aps.train(LSQ, workers=2, steps=FOREVER, lr=0.05, slowdown=[0.001, 0.001], live=True) as live:
-        assert isinstance(live, aps.LiveRun)
+def gone(pid):
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+@pytest.mark.parametrize("engine", LIVE)
+def test_train_returns_at_once_and_the_version_grows_in_state(engine):
+    with live_run(engine, workers=2, lr=0.05) as live:
+        assert isinstance(live, aps.LiveRun) and live.state["running"]
         seen = [live.state["version"]]
         wait_until(lambda: seen.append(live.state["version"]) or seen[-1] >= seen[0] + 20,
                    "20 more versions while train() had returned")
@@ -43,11 +49,16 @@ def test_train_returns_at_once_and_the_version_grows_in_state():
         assert len(state["staleness"]) == 2 and state["lr"] == 0.05
         assert state["loss"] < LSQ.loss(LSQ.x0)
     assert seen == sorted(seen), "versions only increase"
+    run = live.result()
     assert not live.state["running"]
+    # processes insert a worker's own pulls where their time is: state still counts each push once
+    assert live.state["pushes"] == len(run.trace.pushes)
+    assert aps.violations(run.trace) == []
 
 
-def test_slowing_a_worker_down_raises_the_staleness_of_its_pushes():
-    live = aps.train(LSQ, workers=3, steps=FOREVER, lr=0.02, slowdown=[0.002] * 3, live=True)
+@pytest.mark.parametrize("engine", LIVE)
+def test_slowing_a_worker_down_raises_the_staleness_of_its_pushes(engine):
+    live = live_run(engine, lr=0.02)
     wait_until(lambda: live.state["pushes"] >= 60, "60 pushes at the same speed")
     live.slow(0, 0.03)                 # 15x slower: the others push many times per gradient of 0
     assert live.state["slowdown"] == [0.03, 0.002, 0.002]
@@ -63,37 +74,46 @@ def test_slowing_a_worker_down_raises_the_staleness_of_its_pushes():
     assert aps.violations(trace) == []
 
 
-def test_a_killed_worker_is_lost_and_async_completes_without_it():
-    live = aps.train(LSQ, workers=3, steps=300, lr=0.02, slowdown=[0.002] * 3, live=True)
+@pytest.mark.parametrize("engine", LIVE)
+def test_a_killed_worker_is_lost_and_async_completes_without_it(engine):
+    live = live_run(engine, steps=300, lr=0.02)
     wait_until(lambda: live.state["pushes"] >= 10, "10 pushes")
     live.kill(1)
     live.kill(1)                                              # twice: the same as once
+    wait_until(lambda: live.state["lost"] == [1], "worker 1 recorded as lost")
+    reason = live.trace.lost[0].reason
+    if engine == "processes":                                 # a real SIGKILL: the process is gone
+        assert re.fullmatch(r"killed by live\.kill\(\) \(pid \d+: killed by signal 9 \(SIGKILL\)\)",
+                            reason), reason
+        assert gone(int(re.search(r"pid (\d+)", reason).group(1)))
+    else:
+        assert reason == "killed by live.kill()"
     run = live.result()
     trace = run.trace
-    assert [e.worker for e in trace.lost] == [1] and trace.lost[0].reason == "killed by live.kill()"
+    assert [e.worker for e in trace.lost] == [1]
     assert [(c.what, c.worker) for c in trace.controls] == [("kill", 1)]
     lost_at = trace.events.index(trace.lost[0])
-    assert all(e.worker != 1 for e in trace.events[lost_at:] if e.kind in ("push", "pull", "compute"))
-    assert len(run.losses) == 301 and not run.diverged
+    assert all(e.worker != 1 for e in trace.events[lost_at:] if e.kind == "push")
+    assert len(run.losses) == 301 and not run.diverged and run.message == ""
     assert aps.violations(trace) == []
-    assert live.state["lost"] == [1]
 
 
+@pytest.mark.parametrize("engine", LIVE)
 @pytest.mark.parametrize("policy,bound", [("sync", None), ("ssp", 1)])
-def test_a_killed_worker_stops_sync_and_ssp_with_their_error(policy, bound):
-    live = aps.train(LSQ, workers=3, policy=policy, max_clocks_ahead=bound, steps=FOREVER, lr=0.02,
-                     slowdown=[0.002] * 3, live=True)
+def test_a_killed_worker_stops_sync_and_ssp_with_their_error(engine, policy, bound):
+    live = live_run(engine, policy=policy, max_clocks_ahead=bound, lr=0.02)
     wait_until(lambda: live.state["version"] >= 5, "5 versions")
     live.kill(1)
-    with pytest.raises(RuntimeError, match=f"worker 1 was lost .*policy='{policy}'"):
+    with pytest.raises(RuntimeError, match=rf"worker 1 was lost \(killed by live.kill\(\).*"
+                                           rf"policy='{policy}'"):
         live.result()
     live.stop()                                               # after a failed end: nothing to do
 
 
-def test_pause_holds_every_worker_and_resume_lets_them_go_on():
+@pytest.mark.parametrize("engine", LIVE)
+def test_pause_holds_every_worker_and_resume_lets_them_go_on(engine):
     workers = 3
-    live = aps.train(LSQ, workers=workers, steps=FOREVER, lr=0.02, slowdown=[0.001] * workers,
-                     live=True)
+    live = live_run(engine, workers=workers, lr=0.02, slowdown=[0.001] * workers)
     wait_until(lambda: live.state["version"] >= 20, "20 versions")
     live.pause()
     assert live.state["paused"]
@@ -105,17 +125,17 @@ def test_pause_holds_every_worker_and_resume_lets_them_go_on():
     trace = live.result().trace
     paused, resumed = index_of(trace, "pause"), index_of(trace, "resume")
     during = [e.worker for e in trace.events[paused:resumed] if e.kind == "push"]
-    # a gradient already past its compute when pause() came may still be handed in: one per worker
+    # a gradient already past its pause check when pause() came may still be handed in: one each
     assert all(during.count(k) <= 1 for k in range(workers)), during
     assert len(trace.pushes) > len([e for e in trace.events[:resumed] if e.kind == "push"])
 
 
-def test_a_pause_longer_than_the_timeout_is_not_a_failure():
-    live = aps.train(LSQ, workers=2, policy="sync", steps=FOREVER, lr=0.02, timeout=0.2,
-                     slowdown=[0.0, 0.005], live=True)
+@pytest.mark.parametrize("engine", LIVE)
+def test_a_pause_longer_than_the_timeout_is_not_a_failure(engine):
+    live = live_run(engine, workers=2, policy="sync", lr=0.02, timeout=0.3, slowdown=[0.0, 0.005])
     wait_until(lambda: live.state["version"] >= 5, "5 versions")
     live.pause()
-    time.sleep(0.6)                   # worker 0 sits at the barrier 3 timeouts long
+    time.sleep(0.8)                   # worker 0 sits at the barrier, the server hears nothing
     live.resume()
     paused_at = live.state["version"]
     wait_until(lambda: live.state["version"] >= paused_at + 5, "5 versions after resume()")
@@ -123,9 +143,10 @@ def test_a_pause_longer_than_the_timeout_is_not_a_failure():
     assert live.result().message == "stopped by live.stop()"
 
 
-def test_set_lr_is_recorded_and_every_later_update_uses_it():
+@pytest.mark.parametrize("engine", LIVE)
+def test_set_lr_is_recorded_and_every_later_update_uses_it(engine):
     quad = aps.problems.Quadratic(curvature=(1.0, 2.0))
-    live = aps.train(quad, workers=2, steps=FOREVER, lr=0.001, slowdown=[0.001, 0.001], live=True)
+    live = live_run(engine, quad, workers=2, lr=0.001, slowdown=[0.001, 0.001])
     wait_until(lambda: live.state["version"] >= 20, "20 versions")
     live.set_lr(0.0005)
     assert live.state["lr"] == 0.0005
@@ -145,11 +166,13 @@ def test_set_lr_is_recorded_and_every_later_update_uses_it():
         np.testing.assert_allclose(lr, 0.001 if i < at else 0.0005, rtol=1e-9)
 
 
-def test_stop_ends_the_run_early_with_its_message_and_no_thread_left():
-    live = aps.train(LSQ, workers=3, steps=FOREVER, lr=0.02, slowdown=[0.0, 0.0, 0.05], live=True)
+@pytest.mark.parametrize("engine", LIVE)
+def test_stop_ends_the_run_early_with_its_message_and_leaves_nothing(engine):
+    live = live_run(engine, lr=0.02, slowdown=[0.0, 0.0, 0.05])
     wait_until(lambda: live.state["version"] >= 10, "10 versions")
-    live.stop()
+    live.stop()                                               # returns once nothing is left:
     assert not any(t.name.startswith("asyncps-") for t in threading.enumerate())
+    assert leftover_processes() == []
     live.stop()                                               # twice: nothing more happens
     run = live.result()
     assert run.message == "stopped by live.stop()" and not run.diverged
@@ -158,12 +181,28 @@ def test_stop_ends_the_run_early_with_its_message_and_no_thread_left():
     assert aps.violations(run.trace) == []
 
 
-def test_the_with_block_stops_the_run_when_it_ends_or_is_interrupted():
+@pytest.mark.parametrize("engine", LIVE)
+def test_the_with_block_stops_the_run_when_it_ends_or_is_interrupted(engine):
     with pytest.raises(KeyboardInterrupt):
-        with aps.train(LSQ, workers=2, steps=FOREVER, live=True) as live:
+        with live_run(engine, workers=2) as live:
+            wait_until(lambda: live.state["version"] >= 3, "3 versions")
             raise KeyboardInterrupt                           # Ctrl-C in the cell
-    assert not live.state["running"]
+    assert not live.state["running"] and leftover_processes() == []
     assert live.result().message == "stopped by live.stop()"
+
+
+@pytest.mark.parametrize("engine", LIVE)
+def test_controls_before_the_workers_start_are_obeyed(engine):
+    live = live_run(engine, workers=2, slowdown=[0.001, 0.001])
+    live.kill(0)                                              # while the workers still start
+    live.slow(1, 0.002)
+    wait_until(lambda: live.state["version"] >= 10, "10 versions by worker 1 alone")
+    live.stop()
+    trace = live.result().trace
+    assert [e.worker for e in trace.lost] == [0]
+    lost_at = trace.events.index(trace.lost[0])
+    assert all(e.worker == 1 for e in trace.events[lost_at:] if e.kind == "push")
+    assert [c.what for c in trace.controls] == ["kill", "slow", "stop"]
 
 
 def test_a_run_that_ended_by_itself_says_so_and_refuses_late_changes():

@@ -7,25 +7,13 @@ import time
 import pytest
 
 import asyncps as aps
+from engines import no_thread_survives, wait_until  # noqa: F401 (a fixture)
 from asyncps.widgets.render_live import WindowModel, header, live_svg, staleness_counts
 
 LSQ = aps.problems.LeastSquares(n=128, dim=4, seed=0)
 QUAD = aps.problems.Quadratic(curvature=(1.0, 2.0))
 FOREVER = 10**6
-
-
-@pytest.fixture(autouse=True)
-def no_thread_survives():
-    yield
-    left = [t.name for t in threading.enumerate() if t.name.startswith("asyncps-")]
-    assert left == [], f"threads left running: {left}"
-
-
-def wait_until(condition, what, seconds=20.0):
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, f"never happened: {what}"
-        time.sleep(0.01)
+pytestmark = pytest.mark.usefixtures("no_thread_survives")
 
 
 def labels(svg):

@@ -58,7 +58,7 @@ def test_timeline_plays_in_jupyterlab(tmp_path, browser_page):
 
     page = browser_page
     model = expected_model()
-    server = lab(_timeline_notebook(tmp_path), tmp_path, "timeline.ipynb")
+    server = lab(_notebook(tmp_path, CELLS), tmp_path, "timeline.ipynb")
     try:
         page.goto(server.url)
         idle = page.locator("#jp-main-statusbar").get_by_text("Python 3 (ipykernel) | Idle")
@@ -108,13 +108,14 @@ def test_timeline_plays_in_jupyterlab(tmp_path, browser_page):
         server.stop()
 
 
-def _timeline_notebook(tmp_path):
+def _notebook(tmp_path, cells, name="timeline.ipynb"):
+    """A folder holding one notebook of `cells` (code), for a server to open."""
     root = tmp_path / "root"
     root.mkdir()
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in CELLS])
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)",
                                  "language": "python"}
-    nbformat.write(nb, root / "timeline.ipynb")
+    nbformat.write(nb, root / name)
     return root
 
 
@@ -125,7 +126,7 @@ def test_timeline_plays_in_notebook_7(tmp_path, browser_page):
 
     page = browser_page
     model = expected_model()
-    server = notebook7(_timeline_notebook(tmp_path), tmp_path, "timeline.ipynb")
+    server = notebook7(_notebook(tmp_path, CELLS), tmp_path, "timeline.ipynb")
     try:
         page.goto(server.url)
         status = page.locator(".jp-OutputArea-output svg.asyncps-timeline text.aps-status")
@@ -204,13 +205,7 @@ def test_a_live_run_moves_in_jupyterlab_and_obeys_its_controls(tmp_path, browser
     from playwright.sync_api import expect
 
     page = browser_page
-    root = tmp_path / "root"
-    root.mkdir()
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in LIVE_CELLS])
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)",
-                                 "language": "python"}
-    nbformat.write(nb, root / "live.ipynb")
-    server = lab(root, tmp_path, "live.ipynb")
+    server = lab(_notebook(tmp_path, LIVE_CELLS, "live.ipynb"), tmp_path, "live.ipynb")
     try:
         page.goto(server.url)
         idle = page.locator("#jp-main-statusbar").get_by_text("Python 3 (ipykernel) | Idle")
