@@ -17,16 +17,28 @@ ends, also on Ctrl-C; `live.stop()` is safe twice and after the end, and returns
 of the run is left. Ctrl-C while waiting in `live.result()` stops the run too.
 
 `state` never blocks a worker: it reads the server's version and lr and the events added to the
-trace since the last call. The engine obeys the changes (Controls in engines/threads.py and
-engines/processes.py); this module checks them and keeps the thread that runs the engine.
+trace since the last call. The engine obeys the changes (engines/controls.py, and each engine's
+Controls beside its workers); this module checks them and keeps the thread that runs the engine.
 """
+import atexit
 import math
 import threading
+import weakref
 
 from ..core import checks
 
 STOPPED = "stopped by live.stop()"
 _views = []           # at most one: make(live, fps=, window=) -> a widget (asyncps/__init__.py)
+_running = weakref.WeakSet()     # every LiveRun not yet ended, stopped when the interpreter exits
+
+
+@atexit.register
+def _stop_every_run():
+    """The interpreter is exiting (a kernel shutting down or restarting): stop every live run, so
+    its worker processes are gone before Python is (the run's thread is a daemon: it does not
+    hold the exit up by itself)."""
+    for live in list(_running):
+        live.stop()
 
 
 def register_view(make):
@@ -48,7 +60,9 @@ class LiveRun:
         self._seen, self._last, self._pushes, self._lost = 0, None, 0, []
         self._staleness = [None] * server.workers       # of each worker's latest push
         self._reading = threading.Lock()                 # two callers of `state` at once
-        self._thread = threading.Thread(target=self._main, args=(run,), name="asyncps-live")
+        self._thread = threading.Thread(target=self._main, args=(run,), name="asyncps-live",
+                                        daemon=True)
+        _running.add(self)
         self._thread.start()
 
     def _main(self, run):
@@ -56,6 +70,8 @@ class LiveRun:
             self._run = run()
         except BaseException as err:                    # noqa: BLE001 - result() raises it
             self._error = err
+        finally:
+            _running.discard(self)
 
     # -- watching --------------------------------------------------------------------------
     @property
@@ -109,11 +125,12 @@ class LiveRun:
     def _new_events(self, trace):
         """The events added since the last call, each once. Engines append them, except the
         processes engine, which inserts a worker's own pulls where their time puts them: that only
-        moves the last event seen to the right, so it is looked for by identity from where it was."""
+        moves the last event seen to the right, so it is looked for from where it was (by value:
+        at the end of an rpc run the trace rank 0 sent as news is replaced by its own copy)."""
         start = max(self._seen - 1, 0)
         new = trace.events[start:]                       # one slice: atomic while the run appends
         if self._last is not None:
-            at = next(i for i, e in enumerate(new) if e is self._last)
+            at = next(i for i, e in enumerate(new) if e == self._last)
             start, new = start + at + 1, new[at + 1:]
         if new:
             self._seen, self._last = start + len(new), new[-1]

@@ -31,13 +31,13 @@ The lr of a worker's own local steps (push_every > 1) is the run's lr: only the 
 import os
 import platform
 import signal
-import threading
 import time
 
 import numpy as np
 
-from ..core.events import Control, Pull
+from ..core.events import Pull
 from ..core.semantics import Snapshot
+from . import controls as base
 from . import procs
 from .worker import COMPUTE, GATE, pulls_with_each_push, worker_loop, worker_rng
 
@@ -145,22 +145,15 @@ def _child(k, payload, shard, slot, flags, slowdown, shared, seq, offset, conn):
 
 
 # -- the parent: what may change while the workers run ------------------------------
-class Controls:
-    """What may change while the worker processes run (engines/live.py calls it), and the shared
-    memory the children read it from: `flags` ([0] done, [1] paused), each worker's `slowdown`.
-
-    Every change is a Control event at `clock()` (the run's start until the workers start
-    together, then the engine's clock), recorded under `lock`, which the serving loop holds while
-    it handles messages; a change once the run is done records nothing and returns False.
-    Made without torch (train(..., live=True) returns at once): `share()` moves it to shared memory.
-    """
+class Controls(base.Controls):
+    """What may change while the worker processes run (controls.py), in shared memory the children
+    read (`share()`); a kill is a real SIGKILL. The lock is held by the serving loop while it
+    handles messages. Until the workers start together, changes are timed at the run's start."""
 
     def __init__(self, server, config, clock):
-        self.server, self.lock, self.killed = server, threading.Lock(), set()
-        self.flags = np.zeros(2, dtype=np.int8)
-        self._slowdown = np.array(config.slowdown, dtype=np.float64)
-        self._children, self._start = None, clock()
-        self.clock = lambda: self._start
+        start = clock()
+        super().__init__(server, config, lambda: start)   # made without torch: train() returns at once
+        self._children = None
 
     def share(self):
         """The flags and slowdowns as shared tensors for the children (this process keeps views)."""
@@ -172,80 +165,32 @@ class Controls:
             self.flags, self._slowdown = flags.numpy(), slowdown.numpy()
         return flags, slowdown
 
-    @property
-    def paused(self):
-        return bool(self.flags[1])
-
-    @property
-    def slowdown(self):
-        return [float(s) for s in self._slowdown]
-
-    def _record(self, what, worker=None, value=None):
-        self.server.record(Control(what, worker, value, self.clock()))
-        return True
-
-    def slow(self, worker, seconds):
-        with self.lock:
-            if self.server.done:
-                return False
-            self._slowdown[worker] = seconds
-            return self._record("slow", worker, seconds)
-
-    def pause(self, paused=True):
-        with self.lock:
-            if self.server.done:
-                return False
-            self.flags[1] = paused
-            return self._record("pause" if paused else "resume")
-
-    def resume(self):
-        return self.pause(False)
-
-    def kill(self, worker):
-        """SIGKILL worker's process (once the workers have started: then)."""
-        with self.lock:
-            if self.server.done:
-                return False
-            self.killed.add(worker)
-            self._record("kill", worker)
-            if self._children is not None:
-                self._kill(worker)
-            return True
-
     def _kill(self, worker):
-        proc = self._children.procs[worker]
-        if proc.is_alive():
-            os.kill(proc.pid, signal.SIGKILL)
+        """SIGKILL worker's process (once the workers have started: then)."""
+        if self._children is not None:
+            proc = self._children.procs[self.child(worker)]
+            if proc.is_alive():
+                os.kill(proc.pid, signal.SIGKILL)
 
-    def set_lr(self, lr):
-        with self.lock:
-            if self.server.done:
-                return False
-            self.server.set_lr(lr, self.clock())      # records its Control event
-            return True
+    def child(self, worker):
+        """The index of worker's process among the children."""
+        return worker
 
-    def stop(self, message):
-        """End the run (not as diverged): each worker stops at its next step."""
+    def started(self, children, clock=None):
+        """The workers start now (on `clock`): a kill that came earlier is carried out."""
         with self.lock:
-            stopped = not self.server.done
-            if stopped:
-                self.server.stop(message, diverged=False)
-                self._record("stop")
-            self.flags[0] = 1
-        return stopped
-
-    def started(self, children, clock):
-        """The workers start now, on `clock`: a kill that came earlier is carried out."""
-        with self.lock:
-            self._children, self.clock = children, clock
+            self._children = children
+            if clock is not None:
+                self.clock = clock
             for worker in sorted(self.killed):
                 self._kill(worker)
 
     def lost_reason(self, k, reason):
-        """Why child k is gone, saying so when live.kill() killed it."""
+        """Why worker k's process is gone, saying so when live.kill() killed it."""
         if k not in self.killed:
             return reason
-        return f"killed by live.kill() (pid {self._children.procs[k].pid}: {reason})"
+        pid = self._children.procs[self.child(k)].pid
+        return f"killed by live.kill() (pid {pid}: {reason})"
 
 
 # -- the parent: one loop serves every worker -------------------------------------

@@ -19,80 +19,36 @@ the server. Without a live handle the Controls hold only the run's `slowdown`.
 import threading
 import time
 
-from ..core.events import Control
+from . import controls as base
 from .worker import COMPUTE, GATE, worker_loop, worker_rng
 
 KILLED = "killed by live.kill()"
 
 
-class Controls:
-    """What may change while the threads run, and how a worker thread obeys it.
-
-    Every change is a Control event at `clock()`, recorded under the engine's lock among the
-    other events; a change once the run is done records nothing and returns False.
-    """
+class Controls(base.Controls):
+    """What may change while the threads run (controls.py), and how a worker thread obeys it.
+    The lock is the engine's condition variable: every server call takes it, and a change wakes
+    every waiting worker; `halt` is set on error, interrupt or stop: every thread stops."""
 
     def __init__(self, server, config, clock):
-        self.server, self.clock = server, clock
-        self.slowdown = list(config.slowdown)      # extra seconds per gradient, per worker
-        self.paused, self.killed = False, set()
-        self.cond = threading.Condition()          # the engine's lock: every server call takes it
-        self.halt = threading.Event()              # set on error, interrupt or stop: every thread stops
+        super().__init__(server, config, clock, lock=threading.Condition())
+        self.cond, self.halt = self.lock, threading.Event()
 
-    def _record(self, what, worker=None, value=None):
-        """The Control event (the lock held), and every waiting worker rechecks what it waits for."""
-        self.server.record(Control(what, worker, value, self.clock()))
+    def _changed(self):
         self.cond.notify_all()
-        return True
-
-    def slow(self, worker, seconds):
-        with self.cond:
-            if self.server.done:
-                return False
-            self.slowdown[worker] = seconds
-            return self._record("slow", worker, seconds)
-
-    def pause(self, paused=True):
-        with self.cond:
-            if self.server.done:
-                return False
-            self.paused = paused
-            return self._record("pause" if paused else "resume")
-
-    def resume(self):
-        return self.pause(False)
-
-    def kill(self, worker):
-        with self.cond:
-            if self.server.done:
-                return False
-            self.killed.add(worker)
-            return self._record("kill", worker)
-
-    def set_lr(self, lr):
-        with self.cond:
-            if self.server.done:
-                return False
-            self.server.set_lr(lr, self.clock())      # records its Control event
-            return True
 
     def stop(self, message):
-        """End the run (not as diverged): the workers stop at their next yield."""
-        with self.cond:
-            stopped = not self.server.done
-            if stopped:
-                self.server.stop(message, diverged=False)
-                self._record("stop")
+        stopped = super().stop(message)
         self.halt.set()
         with self.cond:
-            self.cond.notify_all()
+            self.cond.notify_all()                    # waiters see halt now
         return stopped
 
     def obey(self, k, need):
         """Worker k at a yield: its extra seconds and the pause (at COMPUTE, after its gradient);
         False once it was killed: its Lost event is recorded (and raises under sync and ssp)."""
         if need == COMPUTE:
-            seconds = self.slowdown[k]
+            seconds = self._slowdown[k]
             if seconds:
                 self.halt.wait(seconds)
             if self.paused:

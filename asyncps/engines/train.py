@@ -67,7 +67,7 @@ def train(problem, resume=None, *, progress=None, live=False, **arguments):
                the RunConfig, not in trace.meta)
     live       True: start the run in the background and return at once a LiveRun (engines/live.py)
                to watch it (live.state) and change it (slow, set_lr, pause, resume, kill, stop);
-               live.result() is the Run. engine="threads" or "processes". Not in the RunConfig.
+               live.result() is the Run. Every engine. Not in the RunConfig.
     """
     config = configure("train", arguments)
     check_live(live, progress, config)
@@ -88,6 +88,8 @@ def train(problem, resume=None, *, progress=None, live=False, **arguments):
     from .live import LiveRun
     if config.engine == "processes":
         from .processes import Controls
+    elif config.engine == "rpc":
+        from .rpc.world import Controls
     else:
         from .threads import Controls
     controls = Controls(server, config, clock)
@@ -96,15 +98,10 @@ def train(problem, resume=None, *, progress=None, live=False, **arguments):
 
 
 def check_live(live, progress, config):
-    """live=True: on the threads or processes engine, without a bar (the caller does not wait:
-    nobody draws it)."""
+    """live=True: without a bar (the caller does not wait: nobody draws it)."""
     if not isinstance(live, bool):
         raise TypeError(f"live={live!r:.60} is not allowed: live must be True (return a LiveRun at "
                         f"once) or False (wait for the Run)")
-    if live and config.engine not in ("threads", "processes"):
-        raise ValueError(f"live=True is not allowed with engine={config.engine!r} yet: a live run is "
-                         f"offered on the threads and processes engines only; use engine='threads' "
-                         f"or engine='processes'")
     if live and progress is True:
         raise ValueError("progress=True is not allowed with live=True: nobody waits for a live run "
                          "to draw its bar; watch live.state instead (progress=None or False)")
@@ -125,7 +122,7 @@ def run_engine(problem, server, shards, config, clock, copies, offset, progress,
             run_processes(server, problem, shards, config, copies, offset, bar, controls)
         else:
             from .rpc import run_rpc
-            run_rpc(server, problem, shards, config, copies, offset, bar)
+            run_rpc(server, problem, shards, config, copies, offset, bar, controls)
     return server.result(copies)
 
 

@@ -45,7 +45,9 @@ class RemoteServer:
         return self._done or self._may_start
 
     def wait_gate(self, worker):
-        self._done = self._call(host.rpc_gate, worker)
+        opened = False
+        while not (opened or self._done):             # rank 0 answers at least every GATE_SLICE s
+            opened, self._done = self._call(host.rpc_gate, worker)
         self._may_start = True
 
     def record(self, event):
@@ -61,19 +63,22 @@ class RemoteServer:
         return self._call(host.rpc_done, worker, torch.from_numpy(local))
 
 
-def work(k, problem, shard, config, world, method, offset):
-    """Rank k + 1: join the world, run the worker loop against the remote server, leave."""
+def work(k, problem, shard, config, world, method, offset, obey=None):
+    """Rank k + 1: join the world, run the worker loop against the remote server, leave.
+    `obey()` is called after each gradient (a live run's slowdown and pause: world.py); without
+    it the worker sleeps its `config.slowdown[k]`."""
     import torch.distributed.rpc as rpc
 
     join(f"worker{k}", k + 1, world, method, config.timeout)
     remote, copies = RemoteServer(k, config, problem.x0), {}
     start = rpc.rpc_sync("ps", host.start_time, args=())       # one clock for the whole world
     clock = lambda: offset + time.time() - start                # noqa: E731
-    slowdown = config.slowdown[k]
+    if obey is None:
+        obey = lambda: time.sleep(config.slowdown[k])            # noqa: E731
     for need in worker_loop(k, remote, problem, shard, config, worker_rng(config.seed, k, 0), clock,
                             copies):
-        if need == COMPUTE and slowdown:
-            time.sleep(slowdown)
+        if need == COMPUTE:
+            obey()
         elif need == GATE:
             remote.wait_gate(k)
     graceful = remote.finish(k, copies.get(k, remote.params))
