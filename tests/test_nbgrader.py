@@ -1,6 +1,6 @@
 """The assignments in a real nbgrader course: generate_assignment, then autograde a blank, a solved
-and every catalogued wrong submission, and read the scores from the gradebook. They must be what
-asyncps.grade gives (blank 0, solved full marks, a wrong answer loses exactly its cells' points;
+and catalogued wrong submissions (one for each set of cells wrong answers lose), and read the
+scores from the gradebook. They must be what asyncps.grade gives (blank 0, solved full marks, a wrong answer loses exactly its cells' points;
 tests/test_assignments.py and tests/test_wrong_answers.py check asyncps.grade on the same)."""
 import os
 import runpy
@@ -29,8 +29,15 @@ def nbgrader_cli(course, *args):
 
 
 def wrong_answers(name):
+    """One catalogued wrong answer for each set of cells that wrong answers lose (36 of the 81):
+    nbgrader then fails every graded cell, alone and in each combination the catalogue has, while
+    tests/test_wrong_answers.py runs all 81 through asyncps.grade. Each costs a kernel and a run."""
     path = CATALOGUES / f"{name}.py"
-    return runpy.run_path(str(path))["WRONG"] if path.exists() else []
+    catalogue = runpy.run_path(str(path))["WRONG"] if path.exists() else []
+    first = {}
+    for wrong in catalogue:
+        first.setdefault(tuple(sorted(wrong["loses"])), wrong)
+    return list(first.values())
 
 
 def grade_in_a_course(root, name):
