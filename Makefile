@@ -4,7 +4,8 @@
 #   make test   create .venv if missing, run the whole test suite (browser tests included: as
 #               root, where Chromium is missing, it tries Debian's chromium; if that cannot be
 #               installed the browser tests skip saying why, and fail with CI=true)
-#   make demo   serve the Playground with Voila on 127.0.0.1 (classroom mode)
+#   make demo   serve the Playground with Voila on 127.0.0.1 with a token (classroom mode);
+#               make demo PAGE=live serves the live page (a real run with a straggler) instead
 PYTHON ?= python3
 VENV   ?= .venv
 PY      = $(VENV)/bin/python
@@ -74,8 +75,15 @@ lab: $(LAB)
 		--ServerApp.ip=127.0.0.1 --no-browser \
 		$$([ "$$(id -u)" = 0 ] && echo --allow-root)   # containers and CI run as root
 
+# the classroom pages: notebooks/playground.ipynb (the default) or notebooks/live.ipynb (PAGE=live).
+# Voila 0.5 does not shut a page's kernel down when the page is closed (its request is refused
+# for want of an _xsrf cookie, voila-dashboards/voila#1458): a kernel with no page left is culled
+# after 2 minutes (a live page's run and workers end with it). Open pages are never culled.
+PAGE ?= playground
 demo: $(LAB)
-	$(VENV)/bin/voila notebooks/playground.ipynb --no-browser --Voila.ip=127.0.0.1 \
+	@case "$(PAGE)" in playground|live) ;; *) echo "make demo: PAGE=$(PAGE) is not allowed: use PAGE=playground (the default) or PAGE=live"; exit 2;; esac
+	$(VENV)/bin/voila notebooks/$(PAGE).ipynb --no-browser --Voila.ip=127.0.0.1 \
+		--MappingKernelManager.cull_idle_timeout=120 --MappingKernelManager.cull_interval=30 \
 		--token=$$($(PY) -c "import secrets; print(secrets.token_hex(16))")
 
 test: $(TEST) browser

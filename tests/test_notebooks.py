@@ -17,7 +17,7 @@ LECTURE = ["00-start-here", "01-synchronous-ps", "02-asynchronous-ps", "03a-simi
            "04-stale-synchronous-parallel", "05-local-updates", "06-threads-processes-gpus",
            "07-several-machines", "08a-digits-race", "08b-digits-beyond-the-race",
            "09-bias-momentum-allreduce"]
-ALL = LECTURE + ["playground"]
+ALL = LECTURE + ["playground", "live"]
 
 
 def load(name):

@@ -60,6 +60,7 @@ class LiveRun:
         self._seen, self._last, self._pushes, self._lost = 0, None, 0, []
         self._staleness = [None] * server.workers       # of each worker's latest push
         self._reading = threading.Lock()                 # two callers of `state` at once
+        self._ended = threading.Event()                  # set when run() has returned or raised
         self._thread = threading.Thread(target=self._main, args=(run,), name="asyncps-live",
                                         daemon=True)
         _running.add(self)
@@ -72,11 +73,14 @@ class LiveRun:
             self._error = err
         finally:
             _running.discard(self)
+            self._ended.set()
 
     # -- watching --------------------------------------------------------------------------
     @property
     def running(self):
-        return self._thread.is_alive()
+        # not Thread.is_alive(): on Python 3.11 a join() interrupted by Ctrl-C marks the thread
+        # stopped while it still runs (cpython's bpo-45274 fix), and stop() would then do nothing
+        return not self._ended.is_set()
 
     @property
     def trace(self):
@@ -166,10 +170,11 @@ class LiveRun:
     def stop(self):
         """End the run now, with the message "stopped by live.stop()" (not as diverged), and wait
         until its threads are gone. Safe to call twice, and after the run ended by itself."""
-        if not self._thread.is_alive():
+        if self._ended.is_set():
             return                                      # ended (or failed) already: nothing to stop
         self._controls.stop(STOPPED)
         if self._thread is not threading.current_thread():
+            self._ended.wait()
             self._thread.join()
 
     def _worker(self, worker):
@@ -187,11 +192,11 @@ class LiveRun:
         if timeout is not None:
             timeout = checks.real("timeout", timeout, minimum=0.0)
         try:
-            self._thread.join(timeout)
+            self._ended.wait(timeout)
         except BaseException:                           # Ctrl-C / kernel interrupt
             self.stop()
             raise
-        if self._thread.is_alive():
+        if not self._ended.is_set():
             raise TimeoutError(f"the run is still going after timeout={timeout:g} s (at v"
                                f"{self._server.version} of {self._server.steps}); call live.result() "
                                f"again, or live.stop() to end it")

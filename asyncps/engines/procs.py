@@ -133,11 +133,46 @@ class Children:
 
 
 def child_setup():
-    """What every child does first: leave Ctrl-C to the parent, one torch thread."""
+    """What every child does first: die with the run's process, leave Ctrl-C to the parent, one
+    torch thread."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)       # the parent handles Ctrl-C and stops us
+    die_with_parent()
     import torch
 
     torch.set_num_threads(1)
+
+
+def die_with_parent():
+    """On Linux, a child is killed (SIGKILL) as soon as the process that started the run dies, by
+    any death: a kernel restarted or killed, even by SIGKILL, which leaves no chance to clean up.
+
+    The kernel stops its children when it can (Children.shutdown, on every ending it sees); this
+    is for when it cannot. A child's parent is the fork server, which exits once the kernel is
+    gone: it watches a pipe ("alive") whose write end the kernel holds. But each child inherits a
+    copy of that write end too, which would keep the fork server, and so the children, alive for
+    ever (a paused child sleeping in its loop). So each child asks to get SIGKILL when its parent
+    dies (prctl PR_SET_PDEATHSIG), then closes its copy: the kernel's death ends the fork server,
+    and that ends every child. A child whose kernel died before it got here ends at once.
+    Elsewhere (macOS, Windows) nothing changes: the kernel's own shutdown stops the children."""
+    import multiprocessing
+    import os
+    import sys
+
+    started_by = multiprocessing.parent_process()
+    if not sys.platform.startswith("linux") or started_by is None:      # not a child: leave it
+        return
+    import ctypes
+    from multiprocessing import forkserver
+
+    PR_SET_PDEATHSIG = 1                                 # <linux/prctl.h>
+    parent = os.getppid()                               # the fork server, or the kernel (spawn)
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    alive = forkserver._forkserver._forkserver_alive_fd  # our copy of the kernel's "alive" pipe
+    if alive is not None:
+        forkserver._forkserver._forkserver_alive_fd = None
+        os.close(alive)
+    if os.getppid() != parent or not started_by.is_alive():   # it died before prctl: go now
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def send_error(conn, err):

@@ -241,3 +241,111 @@ def test_a_live_run_moves_in_jupyterlab_and_obeys_its_controls(tmp_path, browser
         raise
     finally:
         server.stop()
+
+
+
+def _kernels(server):
+    """{pid: Process} of the Voila server's kernels (one per page opened, and one for the page
+    servers.voila fetched to see the server up: that one runs the notebook too, with no browser)."""
+    import psutil
+    return {p.pid: p for p in psutil.Process(server.proc.pid).children()
+            if "ipykernel" in " ".join(p.cmdline())}
+
+
+def _run_of(kernel, workers=4, seconds=60.0):
+    """Every process under `kernel` (fork server, resource tracker, workers) once its `workers`
+    worker processes (the fork server's children) are there; and those workers."""
+    deadline = time.time() + seconds
+    while True:
+        everything = kernel.children(recursive=True)
+        started = [p for p in everything if p.ppid() != kernel.pid]
+        if len(started) >= workers or time.time() > deadline:
+            return everything, started
+        time.sleep(0.2)
+
+
+def _still_running(processes, seconds=10.0):
+    """Those of `processes` still running after waiting up to `seconds` for them to end."""
+    import psutil
+    _, alive = psutil.wait_procs(processes, timeout=seconds)
+    running = []
+    for p in alive:
+        try:
+            if p.status() != psutil.STATUS_ZOMBIE:
+                running.append((p.pid, " ".join(p.cmdline())[-60:]))
+        except psutil.Error:
+            pass
+    return running
+
+
+CULLING = ("--MappingKernelManager.cull_idle_timeout", "--MappingKernelManager.cull_interval")
+
+
+@pytest.mark.timeout(240)
+def test_the_live_page_runs_in_voila_and_leaves_nothing_running(tmp_path, browser_page):
+    """notebooks/live.ipynb in Voila (`make demo PAGE=live`): the run starts with no click and its
+    view moves; the stop button ends it and its workers. Voila 0.5 keeps a closed page's kernel
+    (voila-dashboards/voila#1458), so `make demo` culls idle kernels with no page: here after
+    seconds rather than minutes, the stopped page's kernel, closed, is culled with all it started.
+    Stopping the server leaves nothing running: not even the kernel servers.voila's own request
+    started, whose run no browser watches."""
+    import json
+
+    import psutil
+    from playwright.sync_api import expect
+
+    demo = (ROOT / "Makefile").read_text().split("\ndemo:")[1].split("\n\n")[0]
+    assert all(option in demo for option in CULLING), "make demo no longer culls idle kernels"
+    page = browser_page
+    root = tmp_path / "root"
+    root.mkdir()
+    shutil.copy2(ROOT / "notebooks" / "live.ipynb", root)
+    (tmp_path / "cfg").mkdir()
+    (tmp_path / "cfg" / "voila.json").write_text(json.dumps(
+        {"MappingKernelManager": {"cull_idle_timeout": 3, "cull_interval": 1}}))
+    server = voila(root, tmp_path, "live.ipynb")
+    seen = list(_kernels(server).values())             # every process of the server, to end by PID
+    try:
+        page.goto(server.url)
+        header = page.locator(".asyncps-live-view svg text", has_text="server at v").first
+        expect(header).to_be_visible(timeout=120_000)
+
+        def version():
+            return int(header.text_content().split("server at v")[1].split()[0])
+
+        first, deadline = version(), time.time() + 30
+        while version() <= first + 20 and time.time() < deadline:
+            time.sleep(0.2)
+        assert version() > first + 20, "the live page's run does not move by itself"
+        ours = [k for pid, k in _kernels(server).items() if pid not in {p.pid for p in seen}]
+        assert len(ours) == 1, f"not one new kernel for the page: {ours}"
+        everything, workers = _run_of(ours[0])
+        seen += ours + everything
+        assert len(workers) == 4, [" ".join(p.cmdline())[-60:] for p in everything]
+        message = page.locator(".asyncps-live-view .asyncps-live-message")
+        for _ in range(3):                             # a click before the comm is wired is lost
+            page.locator(".asyncps-live-view button", has_text="stop").first.click()
+            try:
+                expect(message).to_contain_text("stopped by live.stop()", timeout=10_000)
+                break
+            except AssertionError:
+                continue
+        expect(message).to_contain_text("stopped by live.stop()")
+        assert _still_running(workers) == [], "the stop button left workers running"
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "voila_live.png"), full_page=True)
+        page.goto("about:blank")                       # the page is closed: its kernel is culled
+        assert _still_running(ours + everything, seconds=30) == [], "a closed page's kernel stayed"
+    except BaseException:
+        failed(page, "voila_live")
+        raise
+    finally:
+        seen += [p for k in _kernels(server).values() for p in [k, *k.children(recursive=True)]]
+        server.stop()
+        left = _still_running(seen)
+        for pid, _ in left:                            # leave nothing, even when the test failed
+            try:
+                psutil.Process(pid).kill()
+            except psutil.Error:
+                pass
+    assert left == [], f"still running after the Voila server stopped: {left}"
