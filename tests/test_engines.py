@@ -163,39 +163,6 @@ def test_rpc_listens_on_loopback_only():
     assert {ip for ip, _ in listening} <= {"127.0.0.1", "::1"}, listening
 
 
-@pytest.mark.timeout(120)
-def test_launch_runs_a_three_rank_world_on_loopback(tmp_path):
-    """The multi-machine entry point, with the environment torchrun would set, on one machine."""
-    import os
-    import socket
-    import subprocess
-    import sys
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    out = tmp_path / "run.npz"
-    procs = []
-    try:
-        for rank in range(3):
-            env = dict(os.environ, RANK=str(rank), WORLD_SIZE="3", MASTER_ADDR="127.0.0.1",
-                       MASTER_PORT=str(port))
-            procs.append(subprocess.Popen(
-                [sys.executable, "-m", "asyncps.launch", "--problem", "lsq", "--steps", "100",
-                 "--out", str(out)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                text=True))
-        outputs = [p.communicate(timeout=90)[0] for p in procs]
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-    assert [p.returncode for p in procs] == [0, 0, 0], outputs
-    assert "rank 0 serves" in outputs[0] and "versions=100" in outputs[0]
-    run = aps.load_run(out)
-    check_invariants(run, "async", 2, 100)
-
-
 def test_launch_refuses_a_remote_address_without_allow_remote(monkeypatch, capsys):
     from asyncps import launch
     monkeypatch.setenv("RANK", "0")

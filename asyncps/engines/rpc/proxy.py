@@ -9,6 +9,10 @@ from . import host
 from .rendezvous import join
 
 
+class ServerLost(RuntimeError):
+    """A worker rank could not reach the server (rank 0): it died, or its machine did."""
+
+
 class RemoteServer:
     """The server on rank 0, called over rpc; a worker's events travel with its next call."""
 
@@ -22,7 +26,12 @@ class RemoteServer:
         import torch.distributed.rpc as rpc
 
         events, self._events = self._events, []
-        return rpc.rpc_sync("ps", fn, args=(*args, events))
+        try:
+            return rpc.rpc_sync("ps", fn, args=(*args, events))
+        except RuntimeError as err:                    # TensorPipe: the peer is gone, or timed out
+            first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            raise ServerLost(f"worker {self.worker} (rank {self.worker + 1}) lost the server (rank 0) "
+                             f"in {fn.__name__}: {first}") from None
 
     @property
     def done(self):
@@ -71,15 +80,19 @@ def work(k, problem, shard, config, world, method, offset, obey=None):
 
     join(f"worker{k}", k + 1, world, method, config.timeout)
     remote, copies = RemoteServer(k, config, problem.x0), {}
-    start = rpc.rpc_sync("ps", host.start_time, args=())       # one clock for the whole world
-    clock = lambda: offset + time.time() - start                # noqa: E731
     if obey is None:
         obey = lambda: time.sleep(config.slowdown[k])            # noqa: E731
-    for need in worker_loop(k, remote, problem, shard, config, worker_rng(config.seed, k, 0), clock,
-                            copies):
-        if need == COMPUTE:
-            obey()
-        elif need == GATE:
-            remote.wait_gate(k)
-    graceful = remote.finish(k, copies.get(k, remote.params))
+    try:
+        start = remote._call(host.start_time)                    # one clock for the whole world
+        clock = lambda: offset + time.time() - start            # noqa: E731
+        for need in worker_loop(k, remote, problem, shard, config, worker_rng(config.seed, k, 0),
+                                clock, copies):
+            if need == COMPUTE:
+                obey()
+            elif need == GATE:
+                remote.wait_gate(k)
+        graceful = remote.finish(k, copies.get(k, remote.params))
+    except ServerLost:
+        rpc.shutdown(graceful=False)                            # no barrier with a dead server
+        raise
     rpc.shutdown(graceful=graceful)              # graceful: a barrier with everyone still alive
