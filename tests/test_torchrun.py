@@ -221,11 +221,12 @@ def test_a_killed_server_rank_makes_every_worker_exit_saying_so(world, tmp_path)
     w.end(60)                                   # well before the 30-s timeout: nobody hangs
     logs = w.logs_text()
     # Node 1's ranks see the server go: the first to exit says so, then torchrun's agent stops
-    # the other one (SIGTERM), as it stops every rank of a node where one failed. (Without
+    # the other one (SIGTERM; it may have said so too), as it stops every rank of a node where
+    # one failed. (Without
     # torchrun each worker says so: tests/test_launch.py.) Node 0's agent stops rank 1.
     failed = failed_ranks(w)
     said = [r for r in (2, 3) if f"worker {r - 1} (rank {r}) lost the server (rank 0)" in logs]
-    assert said and all(failed[r] == 1 for r in said), (failed, logs)
+    assert any(failed[r] == 1 for r in said), (failed, logs)
     assert all(failed[r] in (1, -signal.SIGTERM) for r in (2, 3)), (failed, logs)
     assert w.codes() == [1, 1], logs
 
