@@ -36,7 +36,7 @@ CHROMIUM ?= /usr/bin/chromium
 # where make lab opens: the root is the repository, so the lectures' ../exercises/ links work
 START    ?= /lab/tree/notebooks/00-start-here.ipynb
 
-.PHONY: lab test test-fast demo venv torch packages browser bench bench-quick reliability notebooks slides solutions exercises grade check student-bundle clean
+.PHONY: lab test test-fast demo venv torch packages browser netns bench bench-quick reliability notebooks slides solutions exercises grade check student-bundle clean
 
 venv: $(LAB)
 
@@ -70,6 +70,15 @@ browser:
 		|| echo "make: could not install chromium with apt-get: the browser tests will skip (CI=true: fail)"; \
 	else echo "make: no Chromium at $(CHROMIUM) and not root: the browser tests will skip (CI=true: fail)"; fi
 
+# the torchrun tests run in a private network namespace: `unshare` (util-linux) and `ip` (iproute2)
+netns:
+	@if command -v unshare >/dev/null 2>&1 && command -v ip >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "installing util-linux and iproute2 for the torchrun tests"; \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq util-linux iproute2 >/dev/null; } \
+		|| echo "make: could not install iproute2 with apt-get: the torchrun tests will skip (CI=true: fail)"; \
+	else echo "make: no unshare or ip command and not root: the torchrun tests will skip (CI=true: fail)"; fi
+
 lab: $(LAB)
 	$(VENV)/bin/jupyter lab --ServerApp.root_dir=. --LabApp.default_url=$(START) \
 		--ServerApp.ip=127.0.0.1 --no-browser \
@@ -86,7 +95,7 @@ demo: $(LAB)
 		--MappingKernelManager.cull_idle_timeout=120 --MappingKernelManager.cull_interval=30 \
 		--token=$$($(PY) -c "import secrets; print(secrets.token_hex(16))")
 
-test: $(TEST) browser
+test: $(TEST) browser netns
 	$(PY) -m pytest
 
 # the developers' loop: the unit tests only (no notebooks, no browser, nothing marked slow); CI runs make test

@@ -2,8 +2,8 @@
 network namespace that the test creates (`unshare -n`): only its own loopback exists there, so
 torchrun's rendezvous store, which listens on every interface, is reachable from nowhere else.
 
-The commands are the cluster guide's (docs/cluster.md) with 127.0.0.1 for the first node's
-address. Where namespaces are not permitted (not root, no `unshare`), the tests skip saying so;
+The commands are read from the cluster guide (docs/cluster.md), with 127.0.0.1 for the first
+node's address. Where namespaces are not permitted (not root, no `unshare`), the tests skip saying so;
 CI runs as root, so they run there. Every process is stopped by its PID; nothing is left.
 """
 import os
@@ -22,12 +22,20 @@ import asyncps as aps
 
 ROOT = Path(__file__).resolve().parents[1]
 TORCHRUN = Path(sys.executable).with_name("torchrun")
-# How each node is started (docs/cluster.md): a c10d rendezvous, or a static one where node 0
-# hosts the rendezvous store and ranks 0 and 1 (the lost-rank tests need to know where they are)
-RENDEZVOUS = {"c10d": "--rdzv-backend=c10d --rdzv-endpoint=127.0.0.1:29400 --rdzv-id=asyncps-test",
-              "static": "--master-addr=127.0.0.1 --master-port=29400 --node-rank={node}"}
-NODE = ("( {torchrun} --nnodes=2 --nproc-per-node=2 {rendezvous} --max-restarts=0 "
-        "-m asyncps.launch {args} > {log} 2>&1; echo $? > {log}.rc ) &")
+GUIDE = ROOT / "docs" / "cluster.md"
+NODE = "( {torchrun} {rendezvous} -m asyncps.launch {args} > {log} 2>&1; echo $? > {log}.rc ) &"
+
+
+def guide(rendezvous):
+    """The cluster guide's command for every node: (torchrun's flags, asyncps.launch's), the first
+    node's address 127.0.0.1. "static": node 0 hosts the store and ranks 0 and 1 (the lost-rank
+    tests need to know where they are); "c10d": torchrun decides."""
+    text = GUIDE.read_text()
+    block = text.split(f"({rendezvous} rendezvous)\n", 1)[1].split("```", 1)[0]
+    command = " ".join(block.replace("\\\n", " ").split())
+    torchrun, launch = command.removeprefix("torchrun ").split(" -m asyncps.launch ")
+    return (torchrun.replace("HOST", "127.0.0.1").replace("NODE_RANK", "{node}"),
+            launch.replace(" --out run.npz", ""))
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -58,7 +66,7 @@ class World:
     def __init__(self, tmp_path, *args, rendezvous="c10d"):
         self.logs = [tmp_path / f"node{n}.log" for n in (0, 1)]
         nodes = " ".join(NODE.format(torchrun=TORCHRUN, args=" ".join(map(str, args)), log=log,
-                                     rendezvous=RENDEZVOUS[rendezvous].format(node=n))
+                                     rendezvous=guide(rendezvous)[0].format(node=n))
                          for n, log in enumerate(self.logs))
         script = f"ip link set lo up && {{ {nodes} wait; }}"
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(tmp_path),
@@ -145,9 +153,18 @@ def world(tmp_path):
         w.stop()
 
 
+def test_the_guide_s_commands_are_two_nodes_of_two_processes():
+    for rendezvous in ("c10d", "static"):
+        torchrun, launch = guide(rendezvous)
+        assert "--nnodes=2 --nproc-per-node=2" in torchrun and "--max-restarts=0" in torchrun
+        assert launch == "--problem lsq --policy async --steps 200 --timeout 30 --allow-remote"
+
+
 @pytest.mark.parametrize("policy", ["async", "sync"])
 def test_two_torchrun_nodes_of_two_processes_run_a_world(world, tmp_path, policy):
-    w = world("--problem lsq --policy", policy, "--steps 200 --timeout 30 --out", tmp_path / "run.npz")
+    # the guide's command as it is, and with policy="sync"
+    launch = guide("c10d")[1].replace("--policy async", f"--policy {policy}")
+    w = world(launch, "--out", tmp_path / "run.npz")
     w.end(180)
     assert w.codes() == [0, 0], w.logs_text()
     run = aps.load_run(tmp_path / "run.npz")
