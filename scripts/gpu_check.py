@@ -4,9 +4,12 @@
     python scripts/gpu_check.py            exit 0: all passed, or skipped (no GPU); 1: a check failed
 
 What it checks, on every engine (threads, processes, rpc): the float64 MLP under each policy
-(invariants, the devices used, the loss falls); a user's torch model (`from_torch`: the Digits
-CNN, float32) under async (invariants, float32 parameters, the held-out accuracy rises); sync on
-4 GPUs equals 1-worker gradient descent on the CPU; device="auto" picks the GPUs.
+(invariants, the devices used, the loss falls); a user's own model made with
+`aps.problems.from_torch(nn.Sequential(...), X, y, metric="accuracy")` under async and sync
+(invariants, float32 parameters, the devices used, the held-out accuracy rises); the Digits CNN
+(a TorchProblem, float32) under async; a live run on the GPUs (a worker slowed and one killed
+mid-run: async finishes without it); sync on 4 GPUs equals 1-worker gradient descent on the CPU;
+device="auto" picks the GPUs. Each line it prints says what was checked and the numbers seen.
 
 Worker k computes on cuda:(k % device_count); its gradient reaches the server
 (numpy, on the CPU) as a host array, and the server applies it under the
@@ -49,7 +52,9 @@ def main():
                   f"{time.perf_counter() - start:.1f} s")
             for line in problems:
                 print(f"      {line}")
-    digits = aps.problems.Digits(model="cnn", seed=0)         # a from_torch model, float32
+    failures += users_model(count)
+    failures += live_on_gpus(count)
+    digits = aps.problems.Digits(model="cnn", seed=0)         # a TorchProblem, float32
     for engine in ("threads", "processes", "rpc"):
         start = time.perf_counter()
         run = aps.train(digits, workers=4, policy="async", lr=0.1, steps=300, batch_size=32,
@@ -79,6 +84,64 @@ def main():
     print(f"  device='auto' picked {auto} {'ok' if ok else 'FAILED'}")
     print(f"gpu_check: {'PASSED' if not failures else f'{failures} FAILED'}")
     return 1 if failures else 0
+
+
+def users_model(count):
+    """A model as a user writes it, through from_torch, on every engine: the number of failures."""
+    from torch import nn
+
+    gen = torch.Generator().manual_seed(0)
+    X = torch.randn(2048, 20, generator=gen)
+    y = (X[:, :5].sum(dim=1) > 0).long() + 2 * (X[:, 5:10].sum(dim=1) > 0).long()   # 4 classes
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(20, 64), nn.ReLU(), nn.Linear(64, 4))
+    problem = aps.problems.from_torch(model, X, y, metric="accuracy", seed=0)
+    failures = 0
+    for engine in ("threads", "processes", "rpc"):
+        for policy in ("async", "sync"):
+            start = time.perf_counter()
+            run = aps.train(problem, workers=4, policy=policy, lr=0.2, steps=200, batch_size=64,
+                            device="cuda", engine=engine, loss_every=50, seed=0)
+            problems = aps.violations(run.trace)
+            if run.params.dtype != np.float32:
+                problems.append(f"parameters are {run.params.dtype}, not float32")
+            if run.trace.meta["devices"] != [f"cuda:{k % count}" for k in range(4)]:
+                problems.append(f"devices {run.trace.meta['devices']}")
+            accuracy = run.metrics["accuracy"]
+            if not accuracy[-1] > accuracy[0] + 0.1:
+                problems.append(f"accuracy did not rise: {accuracy[0]:.3f} -> {accuracy[-1]:.3f}")
+            failures += bool(problems)
+            print(f"  {engine:9s} from_torch(nn.Sequential) {policy:5s} {'ok' if not problems else 'FAILED'}  "
+                  f"accuracy {accuracy[0]:.3f} -> {accuracy[-1]:.3f}  {time.perf_counter() - start:.1f} s")
+            for line in problems:
+                print(f"      {line}")
+    return failures
+
+
+def live_on_gpus(count):
+    """A live run on the GPUs, per engine: worker 3 slowed, worker 1 killed; async finishes."""
+    prob = aps.problems.MLP(n=2048, dim=32, hidden=64, classes=8, seed=0)
+    failures = 0
+    for engine in ("threads", "processes", "rpc"):
+        live = aps.train(prob, workers=4, lr=0.5, steps=400, batch_size=64, device="cuda",
+                         engine=engine, slowdown=[0.002] * 4, live=True)
+        deadline = time.monotonic() + 120
+        while live.state["version"] < 50 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        live.slow(3, 0.05)
+        live.kill(1)
+        run = live.result(timeout=300)
+        problems = aps.violations(run.trace)
+        if [e.worker for e in run.trace.lost] != [1]:
+            problems.append(f"lost {[e.worker for e in run.trace.lost]}, not [1]")
+        if len(run.losses) != 401:
+            problems.append(f"{len(run.losses) - 1} versions, not 400")
+        failures += bool(problems)
+        print(f"  {engine:9s} live on the GPUs (slow 3, kill 1) {'ok' if not problems else 'FAILED'}  "
+              f"controls {[(c.what, c.worker) for c in run.trace.controls]}")
+        for line in problems:
+            print(f"      {line}")
+    return failures
 
 
 if __name__ == "__main__":
