@@ -203,7 +203,13 @@ assert "worker 1 was lost" in str(stopped)
 # - Every rank builds the same problem and shards from `--seed`, so no data travels.
 # - Without torchrun, set `RANK`, `WORLD_SIZE`, `MASTER_ADDR`, `MASTER_PORT` yourself.
 # - Time stamps are wall-clock seconds relative to rank 0's start: as good as the machines' clock
-#   synchronisation.
+#   synchronisation (versions and staleness are exact: the server decides them).
+# - Your own model: `--problem package.module:factory` (a function returning a Problem, built from
+#   `--seed` on every rank).
+# - A worker rank silent for `--timeout` seconds is lost: async goes on, sync and ssp stop. Under
+#   torchrun a failed rank takes the other ranks of its machine with it (torchrun stops them).
+# - The cluster guide, `docs/cluster.md`, has a SLURM script, the ports to open and the network
+#   variables; its commands run for real in the tests (`tests/test_torchrun.py`).
 
 # %% [markdown] fragment
 # Rank 0's `run.npz` opens here with `aps.load_run` and plays in the same widgets. The world above
