@@ -105,3 +105,42 @@ def test_the_experiments_run_small():
 def test_the_hand_written_rpc_baseline_runs_on_loopback_and_leaves_nothing(nothing_left_behind):
     rate = baselines.torch_rpc_loop(aps.problems.LeastSquares(n=256, dim=4, seed=0), 1, 30)
     assert rate > 0
+
+
+def test_the_live_view_benchmark_runs_quick_and_reports_its_ratio(capsys):
+    import re
+    import threading
+
+    from asyncps.bench import live
+
+    assert live.main(["--quick"]) == 0
+    out = capsys.readouterr().out
+    rates = {arm: float(n.replace(",", "")) for arm, n in
+             re.findall(r"(without a view|with a view): +([\d,]+) pushes/s \(median\)", out)}
+    assert set(rates) == {"without a view", "with a view"} and min(rates.values()) > 0
+    found = re.search(r"ratio with/without: ([\d.]+) \(median; from ([\d.]+) to ([\d.]+), the "
+                      r"middle half ([\d.]+) to ([\d.]+)\)", out)
+    ratio, low, high, q1, q3 = map(float, found.groups())
+    assert 0 < low <= q1 <= ratio <= q3 <= high
+    assert re.search(r"needs >= 0\.90: (met|NOT met)", out)
+    assert len(re.findall(r"pair \d+: without", out)) == 3
+    assert float(re.search(r"([\d.]+) redraws/s", out)[1]) > 0            # the view did draw
+    assert not [t.name for t in threading.enumerate() if t.name.startswith("asyncps-")]
+
+
+def test_the_live_view_section_and_target_in_the_report():
+    results = with_best(fake_results())
+    pair = {"without": 2000.0, "with": 1900.0, "ratio": 0.95, "redraws_per_s": 10.0, "version": 9}
+    results["live"] = {"workers": 2, "params": 68_890, "size": (112, 560, 10), "fps": 10,
+                       "seconds": 1.0, "pairs": [pair] * 4, "without": 2000.0, "with": 1900.0,
+                       "redraws_per_s": 10.0, "ratio": 0.95, "ratio_min": 0.85, "ratio_max": 1.02,
+                       "ratio_quartiles": (0.9, 0.98),
+                       "draw_ms": 0.8, "target": 0.9, "met": True}
+    targets = {t["target"]: t for t in bench.targets(results)}
+    row = targets["live view: pushes/s with a LiveView drawing / without, ~2,000 pushes/s run"]
+    assert row["achieved"] == 0.95 and row["required"] == 0.9 and row["met"] is True
+    results["targets"] = bench.targets(results)
+    text = bench.markdown(results)
+    assert "## A live view's cost (issue 17)" in text
+    assert ("| 2,000 pushes/s | 1,900 pushes/s | 10.0 | 0.8 ms | 0.950 | 0.900 – 0.980 | "
+            "0.850 – 1.020 |") in text

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from . import baselines, experiments
+from . import live as live_view
 
 
 def _ratio(a, b):
@@ -54,6 +55,9 @@ def targets(results):
     if results.get("digits", {}).get("best", {}).get("async"):
         rows.append(("Digits CNN, 4 async workers on processes: final test accuracy",
                      results["digits"]["best"]["async"]["final"], 0.95))
+    if results.get("live"):
+        rows.append(("live view: pushes/s with a LiveView drawing / without, ~2,000 pushes/s run",
+                     results["live"]["ratio"], live_view.TARGET))
     out = []
     for what, got, need in rows:
         met = None if got is None else (got <= -need if need < 0 else got >= need)
@@ -107,6 +111,7 @@ def markdown(results):
         fmt = lambda v: "never" if v is None else f"{v:.1f}"            # noqa: E731
         lines.append(f"| {row['workers']} | {fmt(row['sync'])} | {fmt(row['async'])} |")
     lines += digits_markdown(results.get("digits"))
+    lines += live_view.markdown(results["live"]) if results.get("live") else []
     lines += ["", "![throughput](throughput.png) ![scaling](scaling.png)", "", "## Targets", "",
               "| target | achieved | required | met |", "|---|---|---|---|"]
     for t in results["targets"]:
@@ -200,6 +205,8 @@ def main(argv=None, prog="python -m asyncps.bench"):
     results["scaling"] = experiments.scaling(scale)
     print("digits (wall-clock to 90% test accuracy, Digits CNN, processes engine):")
     results["digits"] = experiments.digits(experiments.DIGITS_QUICK_LRS if args.quick else None)
+    print("live view (pushes/s with a LiveView drawing / without, one run in turns):")
+    results["live"] = live_view.measure(args.quick)
     results["targets"] = targets(results)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "results.json").write_text(json.dumps(results, indent=1, default=str))

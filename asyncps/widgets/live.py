@@ -13,7 +13,9 @@ stops, and the controls are disabled.
 
 The controls call the LiveRun's own methods: each worker's slowdown (`live.slow`), the lr
 (`live.set_lr`), pause/resume, stop and kill worker k. What a control cannot do (too late: the run
-has ended) is said in the message line, not raised into the notebook.
+has ended) is said in the message line, not raised into the notebook. They also follow the run:
+`live.pause()` or `live.set_lr(0.01)` called from code moves the toggle or the slider at the next
+tick, and that move calls nothing (the change is already made, and recorded once).
 """
 import math
 import threading
@@ -27,7 +29,34 @@ from ..engines.live import LiveRun
 from . import render_live as rl
 
 MAX_FPS = 10
-BUSY = 0.25           # drawing takes at most this share of the time (long runs draw slower)
+BUSY = 0.1            # drawing takes at most this share of the time: a costly picture is drawn
+                      # less often, and the workers keep >= 90 % of their time (issue 17)
+COLUMN, GAP = 356, 8  # the controls: two columns, each at least this wide (px)
+SLOW_FORMAT = ".3f"   # seconds per gradient, to the millisecond (the slider's step)
+
+
+def slow_top(seconds):
+    """The slowdown slider's end: 0.25 s, or twice the slowest worker's slowdown."""
+    return max(0.25, 2 * seconds)
+
+
+def lr_range(lr):
+    """The lr slider's range, as powers of ten: from lr / 100 to lr * 10."""
+    at = math.log10(lr)
+    return at - 2, at + 1
+
+
+def lr_format(low):
+    """The lr readout for a slider from 10**low up: fixed decimals, enough for the smallest lr's
+    first digit (".4f" from 0.0005: 0.003 reads 0.0030, 0.25 reads 0.2500). "f" reads the same in
+    Python and in the browser (d3-format's "f" is JavaScript's toFixed): what Python formats is
+    what the learner reads."""
+    return f".{max(0, -math.floor(low))}f"
+
+
+def following(state):
+    """What of a LiveRun's state the controls show."""
+    return {"paused": state["paused"], "lr": state["lr"], "slowdown": list(state["slowdown"])}
 
 
 class LiveView(widgets.VBox):
@@ -46,6 +75,7 @@ class LiveView(widgets.VBox):
         self.redraws, self.ended = 0, None
         self._tally, self._drawn = rl.StalenessTally(), None
         state = live.state
+        self._known = following(state)                  # what the controls follow (_follow)
         self.picture, self.message = widgets.HTML(), widgets.HTML()
         self.controls = self._make_controls(state)
         super().__init__([self._layout(), self.picture, self.message])
@@ -56,35 +86,74 @@ class LiveView(widgets.VBox):
 
     # -- the controls ------------------------------------------------------------------------
     def _make_controls(self, state):
-        style, wide = {"description_width": "150px"}, widgets.Layout(width="380px")
-        top = max(0.25, 2 * max(state["slowdown"]))
-        slow = [widgets.FloatSlider(value=s, min=0.0, max=top, step=0.001, readout_format=".3f",
-                                    description=f"worker {k} slowdown", continuous_update=False,
-                                    tooltip="extra seconds per gradient", style=style, layout=wide)
+        column = max(COLUMN, (self.width - GAP) // 2)
+        style, wide = {"description_width": "130px"}, lambda: widgets.Layout(width=f"{column}px")
+        slow = [widgets.FloatSlider(value=s, min=0.0, max=slow_top(s), step=0.001,
+                                    readout_format=SLOW_FORMAT, description=f"worker {k} slowdown",
+                                    continuous_update=False, tooltip="extra seconds per gradient",
+                                    style=style, layout=wide())
                 for k, s in enumerate(state["slowdown"])]
         for k, slider in enumerate(slow):
-            slider.observe(lambda change, k=k: self._do(self.live.slow, k, change["new"]), "value")
-        at = math.log10(state["lr"])
-        lr = widgets.FloatLogSlider(value=state["lr"], base=10, min=at - 2, max=at + 1, step=0.05,
-                                    readout_format=".2g", description="lr",
-                                    continuous_update=False, style=style, layout=wide)
-        lr.observe(lambda change: self._do(self.live.set_lr, change["new"]), "value")
-        pause = widgets.ToggleButton(value=state["paused"], description="pause", icon="pause")
-        pause.observe(lambda change: self._do(self.live.pause if change["new"]
-                                              else self.live.resume), "value")
-        stop = widgets.Button(description="stop", icon="stop", button_style="warning")
+            slider.observe(lambda change, k=k: self._by_hand() and
+                           self._do(self.live.slow, k, change["new"]), "value")
+        low, high = lr_range(state["lr"])
+        lr = widgets.FloatLogSlider(value=state["lr"], base=10, min=low, max=high, step=0.05,
+                                    readout_format=lr_format(low), description="lr",
+                                    continuous_update=False, style=style, layout=wide())
+        lr.observe(lambda change: self._by_hand() and
+                   self._do(self.live.set_lr, change["new"]), "value")
+        button = lambda: widgets.Layout(width="76px")                       # noqa: E731
+        pause = widgets.ToggleButton(value=state["paused"], description="pause", icon="pause",
+                                     layout=button())
+        pause.observe(lambda change: self._by_hand() and
+                      self._do(self.live.pause if change["new"] else self.live.resume), "value")
+        stop = widgets.Button(description="stop", icon="stop", button_style="warning",
+                              layout=button())
         stop.on_click(lambda _: self._do(self.live.stop))
         victim = widgets.Dropdown(options=[(f"worker {k}", k) for k in range(len(slow))], value=0,
-                                  layout=widgets.Layout(width="110px"))
-        kill = widgets.Button(description="kill", icon="times", button_style="danger")
+                                  layout=widgets.Layout(width="104px"))
+        kill = widgets.Button(description="kill", icon="times", button_style="danger",
+                              layout=button())
         kill.on_click(lambda _: self._do(self.live.kill, victim.value))
         return {"slowdown": slow, "lr": lr, "pause": pause, "stop": stop, "worker": victim,
                 "kill": kill}
 
     def _layout(self):
+        """Two columns of a fixed width (half the picture's): they never squeeze a slider's
+        readout; a narrow notebook puts the second under the first instead."""
         c = self.controls
-        buttons = widgets.HBox([c["pause"], c["stop"], c["worker"], c["kill"]])
-        return widgets.HBox([widgets.VBox(c["slowdown"]), widgets.VBox([c["lr"], buttons])])
+        column = lambda: widgets.Layout(flex="0 0 auto")                    # noqa: E731
+        buttons = widgets.HBox([c["pause"], c["stop"], c["worker"], c["kill"]],
+                               layout=widgets.Layout(flex_flow="row wrap"))
+        return widgets.HBox([widgets.VBox(c["slowdown"], layout=column()),
+                             widgets.VBox([c["lr"], buttons], layout=column())],
+                            layout=widgets.Layout(flex_flow="row wrap"))
+
+    def _by_hand(self):
+        """Whether a control was moved by someone (not by the view following the run's state)."""
+        return threading.current_thread() is not self._thread
+
+    def _follow(self, state):
+        """Move the controls where the run's state changed since the last tick (live.pause(),
+        live.slow, live.set_lr from code). Only a change of the state moves a control, never a
+        control that differs from it: a toggle just clicked, whose call is still on its way, is
+        left alone. The view's own moves call nothing (_by_hand): no Control twice, no loop."""
+        c, known = self.controls, self._known
+        self._known = following(state)
+        if state["paused"] != known["paused"] and c["pause"].value != state["paused"]:
+            c["pause"].value = state["paused"]
+        for slider, seconds, was in zip(c["slowdown"], state["slowdown"], known["slowdown"]):
+            if seconds != was and slider.value != seconds:
+                slider.max = max(slider.max, slow_top(seconds))
+                slider.value = seconds
+        lr = c["lr"]
+        if state["lr"] != known["lr"] and not math.isclose(lr.value, state["lr"], rel_tol=1e-9):
+            at = math.log10(state["lr"])
+            if not lr.min <= at <= lr.max:
+                low, high = lr_range(state["lr"])
+                low, high = min(low, lr.min), max(high, lr.max)
+                lr.min, lr.max, lr.readout_format = low, high, lr_format(low)
+            lr.value = state["lr"]
 
     def _do(self, change, *args):
         """Call a LiveRun method; what it refuses goes to the message line."""
@@ -111,6 +180,7 @@ class LiveView(widgets.VBox):
             state = self.live.state
             if not running:
                 break
+            self._follow(state)
             start = time.perf_counter()
             self._draw(state)
             pause = max(1.0 / self.fps, (time.perf_counter() - start) / BUSY)
@@ -120,6 +190,7 @@ class LiveView(widgets.VBox):
             self.ended = rl.outcome(self.live.result(timeout=0))
         except Exception as err:                         # noqa: BLE001 - the run's error, shown
             self.ended = rl.outcome(err)
+        self._follow(state)
         self._draw(state, force=True)
         self._say(self.ended, error=not self.ended.startswith(("finished", "stopped")))
         for control in self.every_control():

@@ -28,7 +28,8 @@ class WindowModel(rt.TimelineModel):
     The versions keep their numbers: the server lane starts with the version the server had when
     the window begins (the first push's `applied_to`; `version` when the window holds no push) and
     the time axis spans the window's events. `first` is the index in the trace of the first event
-    shown."""
+    shown, `first_version` the version the window begins with: what is built costs what the
+    window's events cost, never what the version number is."""
 
     def __init__(self, trace, window, version=0):
         self.first = max(0, len(trace.events) - window)
@@ -47,8 +48,10 @@ class WindowModel(rt.TimelineModel):
                 del made[newest + 1]                     # no: it is still gathering pushes
         self.base = pushes[0].applied_to if pushes else max(seen, int(version))
         self.made_index = [made[v][0] for v in sorted(made)]
-        # version v's start for timeline_svg: -inf for those already there when the window begins
-        self.version_time = [-np.inf] * (self.base + 1) + [made[v][1] for v in sorted(made)]
+        # version v's start for timeline_svg, from the window's first version on (-inf: it was
+        # there before the window begins): a run at v1,000,000 costs what one at v10 costs
+        self.first_version = self.base
+        self.version_time = [-np.inf] + [made[v][1] for v in sorted(made)]
 
     def version_at(self, frame):
         return self.base + bisect_right(self.made_index, frame)
@@ -116,9 +119,9 @@ class StalenessTally:
         return np.array(counts)
 
 
-def _curve(values, label, color, width, of):
-    """The values of each version so far (`values` a snapshot), thinned to about POINTS points."""
-    n = len(values)
+def _curve(values, n, label, color, width, of):
+    """The first `n` values of each version (`values` a list being appended to), thinned to about
+    POINTS points: read with one strided slice, so a long run costs no more than a short one."""
     step = max(1, n // POINTS)
     xs = list(range(0, n, step))
     ys = values[0:n:step]
@@ -142,13 +145,13 @@ def live_svg(trace, state, window=40, width=720, counts=None, ended=None):
     else:
         timeline = svg(width, 40, [text(width / 2, 24, "waiting for the first event",
                                         anchor="middle", color="#888")], "asyncps-timeline")
-    losses = trace.losses[:]                             # one slice each; a metric is appended
-    metrics = {name: values[:len(losses)] for name, values in trace.metrics.items()}   # first
+    n = len(trace.losses)                                # a metric is appended before its loss:
+    metrics = dict(trace.metrics)                        # each has at least n values
     color = rc.POLICY_COLORS.get(trace.meta.get("policy"), rc.PALETTE[0])
     gap = 8
     each = (width - gap * (len(metrics) + 1)) // (len(metrics) + 2)
-    charts = [_curve(losses, "loss", color, each, "loss")]
-    charts += [_curve(values, name, color, each, name) for name, values in metrics.items()]
+    charts = [_curve(trace.losses, n, "loss", color, each, "loss")]
+    charts += [_curve(values, n, name, color, each, name) for name, values in metrics.items()]
     counts = staleness_counts(trace) if counts is None else counts
     charts.append(rc.histogram_svg(counts, width=each))
     return stack_svg([[top], [timeline], charts], gap=gap)

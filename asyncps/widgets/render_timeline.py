@@ -18,7 +18,13 @@ LANE, GAP, LEFT, TOP, RIGHT, AXIS = 26, 8, 78, 22, 14, 26
 
 
 class TimelineModel:
-    """Everything about a trace that every frame needs, computed once."""
+    """Everything about a trace that every frame needs, computed once.
+
+    `version_time[v - first_version]` is when version v appeared. A whole trace starts at v0; a
+    window of a long one (render_live.WindowModel) starts at the version its first event saw, so
+    drawing it costs what its events cost, whatever the version number."""
+
+    first_version = 0
 
     def __init__(self, trace):
         if not trace.events:
@@ -143,9 +149,10 @@ def timeline_svg(model, frame, width=720):
         body.append(rect(LEFT, y, plot, LANE, "#FAFAFA", rx=0))
         body.append(text(LEFT - 8, y + 17, f"worker {w}", anchor="end"))
     # the server's versions
-    for v in range(at + 1):
-        start = model.version_time[v]
-        end = model.version_time[v + 1] if v + 1 <= at else t_now
+    first = model.first_version
+    for v in range(first, at + 1):
+        start = model.version_time[v - first]
+        end = model.version_time[v + 1 - first] if v + 1 <= at else t_now
         if end < t0 or start > t1:
             continue
         body.append(rect(x(start), lane_y(0), x(end) - x(start), LANE, COLORS["server"][v % 2],
