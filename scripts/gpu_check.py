@@ -45,13 +45,10 @@ def main():
                 problems.append(f"devices {run.trace.meta['devices']} != {expected}")
             if not run.losses[-1] < run.losses[0]:
                 problems.append(f"loss did not fall: {run.losses[0]:.4f} -> {run.losses[-1]:.4f}")
-            failures += bool(problems)
-            print(f"  {engine:9s} {policy:5s} {'ok' if not problems else 'FAILED'}  "
-                  f"loss {run.losses[0]:.4f} -> {run.losses[-1]:.4f}  "
-                  f"mean staleness {run.trace.summary()['mean_staleness']:.2f}  "
-                  f"{time.perf_counter() - start:.1f} s")
-            for line in problems:
-                print(f"      {line}")
+            failures += report(f"{engine:9s} {policy:5s}", problems,
+                               f"loss {run.losses[0]:.4f} -> {run.losses[-1]:.4f}  "
+                               f"mean staleness {run.trace.summary()['mean_staleness']:.2f}  "
+                               f"{time.perf_counter() - start:.1f} s")
     failures += users_model(count)
     failures += live_on_gpus(count)
     digits = aps.problems.Digits(model="cnn", seed=0)         # a TorchProblem, float32
@@ -65,11 +62,9 @@ def main():
         accuracy = run.metrics["accuracy"]
         if not accuracy[-1] > accuracy[0]:
             problems.append(f"accuracy did not rise: {accuracy[0]:.3f} -> {accuracy[-1]:.3f}")
-        failures += bool(problems)
-        print(f"  {engine:9s} Digits CNN (from_torch, float32) async {'ok' if not problems else 'FAILED'}  "
-              f"accuracy {accuracy[0]:.3f} -> {accuracy[-1]:.3f}  {time.perf_counter() - start:.1f} s")
-        for line in problems:
-            print(f"      {line}")
+        failures += report(f"{engine:9s} Digits CNN (TorchProblem, float32) async", problems,
+                           f"accuracy {accuracy[0]:.3f} -> {accuracy[-1]:.3f}  "
+                           f"{time.perf_counter() - start:.1f} s")
     # sync on full shards is full-batch gradient descent, on the GPU as on the CPU
     gpu = aps.train(prob, workers=4, policy="sync", lr=0.5, steps=20, device="cuda")
     cpu = aps.simulate(prob, workers=1, policy="sync", lr=0.5, steps=20)
@@ -84,6 +79,14 @@ def main():
     print(f"  device='auto' picked {auto} {'ok' if ok else 'FAILED'}")
     print(f"gpu_check: {'PASSED' if not failures else f'{failures} FAILED'}")
     return 1 if failures else 0
+
+
+def report(what, problems, seen):
+    """Print one check's line (what, ok or FAILED, the numbers seen) and its problems; 1 if failed."""
+    print(f"  {what} {'ok' if not problems else 'FAILED'}  {seen}")
+    for line in problems:
+        print(f"      {line}")
+    return int(bool(problems))
 
 
 def users_model(count):
@@ -110,11 +113,9 @@ def users_model(count):
             accuracy = run.metrics["accuracy"]
             if not accuracy[-1] > accuracy[0] + 0.1:
                 problems.append(f"accuracy did not rise: {accuracy[0]:.3f} -> {accuracy[-1]:.3f}")
-            failures += bool(problems)
-            print(f"  {engine:9s} from_torch(nn.Sequential) {policy:5s} {'ok' if not problems else 'FAILED'}  "
-                  f"accuracy {accuracy[0]:.3f} -> {accuracy[-1]:.3f}  {time.perf_counter() - start:.1f} s")
-            for line in problems:
-                print(f"      {line}")
+            failures += report(f"{engine:9s} from_torch(nn.Sequential) {policy:5s}", problems,
+                               f"accuracy {accuracy[0]:.3f} -> {accuracy[-1]:.3f}  "
+                               f"{time.perf_counter() - start:.1f} s")
     return failures
 
 
@@ -136,11 +137,8 @@ def live_on_gpus(count):
             problems.append(f"lost {[e.worker for e in run.trace.lost]}, not [1]")
         if len(run.losses) != 401:
             problems.append(f"{len(run.losses) - 1} versions, not 400")
-        failures += bool(problems)
-        print(f"  {engine:9s} live on the GPUs (slow 3, kill 1) {'ok' if not problems else 'FAILED'}  "
-              f"controls {[(c.what, c.worker) for c in run.trace.controls]}")
-        for line in problems:
-            print(f"      {line}")
+        failures += report(f"{engine:9s} live on the GPUs (slow 3, kill 1)", problems,
+                           f"controls {[(c.what, c.worker) for c in run.trace.controls]}")
     return failures
 
 
