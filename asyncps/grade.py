@@ -12,7 +12,10 @@ Students check their own work with `python -m asyncps.check` (the visible tests 
 reads the solutions).
 """
 import argparse
+import contextlib
+import os
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -99,14 +102,16 @@ def run_graded(notebook, student, reference, timeout):
     for cell in student.cells:
         if cell.cell_type == "code":
             cell.outputs = []
-    client = NotebookClient(student, timeout=timeout, kernel_name="python3", allow_errors=True,
-                            resources={"metadata": {"path": str(notebook.resolve().parent)}})
-    try:
-        client.execute()
-    except Exception as err:                                   # noqa: BLE001 - e.g. a cell timed out
-        failure = f"{type(err).__name__}: {str(err).strip().splitlines()[-1] if str(err).strip() else ''}"
-    else:
-        failure = None
+    with _kernel_manager() as km:
+        client = NotebookClient(student, km=km, timeout=timeout, kernel_name="python3",
+                                allow_errors=True,
+                                resources={"metadata": {"path": str(notebook.resolve().parent)}})
+        try:
+            client.execute()
+        except Exception as err:                               # noqa: BLE001 - e.g. a cell timed out
+            failure = f"{type(err).__name__}: {str(err).strip().splitlines()[-1] if str(err).strip() else ''}"
+        else:
+            failure = None
     present = _graded(student)
     results = []
     for grade_id, reference_cell in _graded(reference).items():
@@ -125,6 +130,20 @@ def run_graded(notebook, student, reference, timeout):
         else:
             results.append(Result(grade_id, task, points, points, "passed"))
     return results
+
+
+@contextlib.contextmanager
+def _kernel_manager():
+    """The grading kernel's manager: on Unix sockets where the system has them. Over TCP a kernel
+    binds ports its manager found free a moment before; two notebooks graded at once (or any
+    other program) can take one in between, and a client may then talk to the wrong kernel."""
+    from jupyter_client.manager import KernelManager
+
+    if os.name != "posix":
+        yield KernelManager(kernel_name="python3")
+        return
+    with tempfile.TemporaryDirectory(prefix="asyncps-grade-") as folder:
+        yield KernelManager(kernel_name="python3", transport="ipc", ip=os.path.join(folder, "kernel"))
 
 
 def report(results, name, tool="asyncps.grade"):

@@ -1,5 +1,8 @@
 """Golden traces: a dozen varied simulator runs, recorded before a reorganisation, must stay
-identical bit for bit (every event, every loss, the final and the local parameters).
+identical: every event exactly, and every loss, parameter history, final and local parameter to
+1e-9 (relative). Not bit for bit: numpy's releases change the last bits of a sum or a dot
+product (the order of their SIMD kernels: numpy 2.4.6 moved some by one unit in the last place),
+which no change of ours made.
 
 The recorded file is `tests/golden/traces.json`. It is written only by hand, on purpose:
 
@@ -76,6 +79,9 @@ def cases():
     }
 
 
+FLOATS = ("losses", "params", "worker_params", "history")     # compared to 1e-9; the rest exactly
+
+
 def _floats(values):
     return [repr(float(x)) for x in np.asarray(values, dtype=float).ravel()]
 
@@ -108,7 +114,12 @@ def test_a_simulated_run_is_identical_to_its_golden_trace(name, golden):
     problem, kwargs = cases()[name]
     now, then = record(problem, kwargs), golden[name]
     for key in then:
-        assert now[key] == then[key], f"{name}: {key} differs from the golden trace"
+        if key in FLOATS:
+            assert len(now[key]) == len(then[key]), f"{name}: {key} differs in length"
+            np.testing.assert_allclose(np.array(now[key], dtype=float), np.array(then[key], dtype=float),
+                                       rtol=1e-9, atol=1e-12, err_msg=f"{name}: {key}")
+        else:
+            assert now[key] == then[key], f"{name}: {key} differs from the golden trace"
 
 
 if __name__ == "__main__":

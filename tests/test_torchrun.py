@@ -171,9 +171,12 @@ def test_two_torchrun_nodes_of_two_processes_run_a_world(world, tmp_path, policy
     trace = run.trace
     assert aps.violations(trace) == [], w.logs_text()
     assert trace.meta["workers"] == 3 and len(run.losses) == 201
-    # every worker rank's own events (its pulls, computes, pushes) arrived at rank 0
-    for kind in ("pull", "compute", "push"):
+    # every worker rank's own events (its pulls and computes, sent with its calls) arrived at
+    # rank 0; under async a starved rank may not push before the 200 versions are made
+    for kind in ("pull", "compute"):
         assert {e.worker for e in trace.events if e.kind == kind} == {0, 1, 2}, kind
+    pushed = {e.worker for e in trace.pushes}
+    assert pushed == {0, 1, 2} if policy == "sync" else len(pushed) >= 2, pushed
     if policy == "sync":
         assert all(e.staleness == 0 for e in trace.pushes)
     assert run.losses[-1] < run.losses[0]

@@ -175,7 +175,7 @@ class LiveView(widgets.VBox):
         """Redraw when something changed, at most fps times a second, until the run has ended;
         then draw its end once and disable the controls."""
         pause = 1.0 / self.fps                           # __init__ has just drawn
-        while not self._quit.wait(pause):
+        while not self._rest(pause):
             running = self.live.running                  # before the state: then it is the last
             state = self.live.state
             if not running:
@@ -195,6 +195,15 @@ class LiveView(widgets.VBox):
         self._say(self.ended, error=not self.ended.startswith(("finished", "stopped")))
         for control in self.every_control():
             control.disabled = True
+
+    def _rest(self, seconds):
+        """Wait `seconds` between two pictures, less if the run ends meanwhile (its end is drawn
+        at once); True once the view is closed."""
+        deadline = time.monotonic() + seconds
+        while (left := deadline - time.monotonic()) > 0 and self.live.running:
+            if self._quit.wait(min(left, 0.05)):
+                return True
+        return self._quit.is_set()
 
     def _draw(self, state, force=False):
         seen = (state["version"], state["paused"], state["lr"], tuple(state["lost"]),

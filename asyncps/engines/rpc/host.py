@@ -139,7 +139,7 @@ def serve(server, world, method, timeout, offset, caller=None, live=False, forme
     # own timeout is then only a safety net, so that a lost worker is named, not the gate.
     gate_timeout = timeout if caller is not None else 2 * timeout
     _STATE.update(server=server, cond=cond, timeout=timeout, failed=None, copies={}, workers=world - 1,
-                  finished=set(), lost=set(), start=start, waiting={}, inside=set(),
+                  finished=set(), lost=set(), start=start, waiting={}, inside=set(), heard={},
                   gate_timeout=gate_timeout,
                   controls=Controls(server, server.config, clock, lock=cond))
     join("ps", 0, world, method, timeout)
@@ -147,7 +147,9 @@ def serve(server, world, method, timeout, offset, caller=None, live=False, forme
         formed()
     report, sent = time.monotonic(), {}
     with cond:
-        _STATE["heard"] = dict.fromkeys(range(world - 1), time.monotonic())   # the world has formed
+        now = time.monotonic()                         # the world has formed: a worker may have
+        for k in range(world - 1):                     # called already, the others are heard of now
+            _STATE["heard"].setdefault(k, now)
         while len(_STATE["finished"] | _STATE["lost"]) < world - 1 and not _STATE["failed"]:
             cond.wait(0.05)
             if caller is None:                         # launched: nobody watches the processes
