@@ -15,9 +15,14 @@ import numpy as np
 
 from .core.run import as_trace
 
-POLICY_COLORS = {"sync": "#4C78A8", "async": "#E45756", "ssp": "#F58518"}
-COLORS = {"compute": "#4C78A8", "wait": "#BAB0AC", "fresh": "#54A24B", "stale": "#E45756",
-          "lost": "#B2182B", "server": ("#EEF3FA", "#DCE6F2")}
+# The widgets' palette (Okabe–Ito, colour-blind safe) and line styles: a curve is told apart by
+# its dash and marker too, not by its colour alone (widgets/render_charts.py draws the same).
+POLICY_COLORS = {"sync": "#0072B2", "async": "#D55E00", "ssp": "#009E73"}
+OTHER_COLORS = ("#CC79A7", "#E69F00", "#56B4E9")
+STYLES = (("-", "o"), ((0, (7, 3)), "^"), ((0, (1.5, 2.5)), "s"), ((0, (9, 3, 2, 3)), "D"))
+POLICY_STYLES = {"sync": STYLES[0], "async": STYLES[1], "ssp": STYLES[2]}
+COLORS = {"compute": "#0072B2", "wait": "#BAB0AC", "fresh": "#009E73", "stale": "#D55E00",
+          "lost": "#D55E00", "server": ("#EEF3FA", "#DCE6F2")}
 
 
 def loss(run_or_runs, ax=None, label=None, by="version", of="loss"):
@@ -29,11 +34,15 @@ def loss(run_or_runs, ax=None, label=None, by="version", of="loss"):
     ax = _axes(ax, (6, 3.5))
     runs = _labelled(run_or_runs, label)
     positive = True
-    for name, trace in runs.items():
+    for k, (name, trace) in enumerate(runs.items()):
         xs, values = trace.curve(of, by)
         ok = np.isfinite(xs) & np.isfinite(values)
         positive &= bool((values[ok] > 0).all())
-        ax.plot(xs[ok], values[ok], label=name, color=POLICY_COLORS.get(name), linewidth=1.6)
+        dash, mark = POLICY_STYLES.get(name, STYLES[k % len(STYLES)])
+        color = POLICY_COLORS.get(name, OTHER_COLORS[k % len(OTHER_COLORS)])
+        every = max(1, int(ok.sum()) // 12)                 # staggered: overlapping curves show
+        ax.plot(xs[ok], values[ok], label=name, color=color, linewidth=1.6, linestyle=dash,
+                marker=mark, markevery=(k * every // 3 % every, every), markersize=4)
     if of == "loss" and positive:
         ax.set_yscale("log")
     ax.set_xlabel("server version" if by == "version" else _time_label(next(iter(runs.values()))))
