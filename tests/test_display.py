@@ -14,8 +14,6 @@ import asyncps as aps
 from asyncps.core import display
 from asyncps.engines.entry import Progress
 from asyncps.widgets import ParameterView, Playground, Timeline
-from asyncps.widgets import render_params as rp
-from asyncps.widgets import render_timeline as rt
 from asyncps.widgets.summary import stack_svg
 
 LSQ = aps.problems.LeastSquares(n=512, dim=10, seed=0)
@@ -163,11 +161,10 @@ def test_the_timeline_s_svg_is_the_frame_its_static_html_shows():
     frame = timeline.static_frame()
     assert frame == timeline.model.first_stale_push()  # frame 0 says little
     bundle = timeline._repr_mimebundle_()
-    assert bundle["image/svg+xml"] == rt.timeline_svg(timeline.model, frame, timeline.width)
+    assert bundle["image/svg+xml"] == timeline.animated_svg(frame)
     assert bundle["image/svg+xml"] in bundle["text/html"]
     timeline.frame = 3
-    assert timeline._repr_mimebundle_()["image/svg+xml"] == rt.timeline_svg(timeline.model, 3,
-                                                                            timeline.width)
+    assert timeline._repr_mimebundle_()["image/svg+xml"] == timeline.animated_svg(3)
 
 
 def test_the_parameter_view_s_svg_is_its_static_frame():
@@ -175,7 +172,7 @@ def test_the_parameter_view_s_svg_is_its_static_frame():
     view = ParameterView(run, QUAD)
     bundle = view._repr_mimebundle_()
     frame = view.model.timeline.first_stale_push()
-    assert bundle["image/svg+xml"] == rp.params_svg(view.model, frame)
+    assert bundle["image/svg+xml"] == view.animated_svg(frame)
     assert bundle["image/svg+xml"] in bundle["text/html"]
 
 
@@ -186,7 +183,7 @@ def test_the_playground_s_svg_holds_the_timeline_and_every_chart():
     root = ET.fromstring(svg)
     assert len(root.findall("{http://www.w3.org/2000/svg}svg")) == 4   # timeline + three charts
     timeline = playground.timeline
-    assert rt.timeline_svg(timeline.model, timeline.static_frame(), timeline.width)[4:] in svg
+    assert timeline.animated_svg()[4:] in svg
 
 
 def test_stacked_pictures_sit_side_by_side_and_row_below_row():

@@ -135,3 +135,19 @@ def test_the_static_frame_follows_the_chosen_frame():
     tl = Timeline(run, frame=3)
     assert "<b>frame 3</b>" in tl._repr_mimebundle_()["text/html"]
     assert f"<b>frame {tl.model.first_stale_push()}</b>" in Timeline(run)._repr_mimebundle_()["text/html"]
+
+
+def test_the_playground_s_lr_is_on_its_slider_s_grid_and_the_browser_s_rounding_runs_nothing():
+    import math
+
+    for lr in (0.05, 0.003, 0.1):
+        pg = aps.widgets.Playground(lr=lr, steps=20)
+        slider = pg.controls["lr"]
+        steps = (math.log10(lr) - slider.min) / slider.step
+        assert abs(steps - round(steps)) < 1e-9, (lr, slider.min)     # the browser keeps lr as is
+        runs = []
+        pg.update = lambda: runs.append(slider.value)
+        slider.value = lr * (1 + 1e-12)             # what a browser's rounding sends back: no re-run
+        assert runs == []
+        slider.value = lr * 10 ** slider.step       # a learner's move by one step: a re-run
+        assert len(runs) == 1

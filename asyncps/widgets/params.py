@@ -1,10 +1,14 @@
 """ParameterView: a 2-D run in parameter space — the stale gradient drawn where it was computed
-(v0) and where it lands (v1). Shares its frame with a Timeline when given one."""
+(v0) and where it lands (v1). Shares its frame with a Timeline when given one.
+
+Where no kernel runs it is a picture that plays by itself: the frames around the first stale push
+as one animated, script-free SVG (animate.py), the same frames a Timeline of the run plays."""
 from html import escape
 
 import ipywidgets as widgets
 
 from ..problems.base import Problem
+from . import animate
 from . import render_params as rp
 from . import render_timeline as rt
 from ..core.run import as_trace
@@ -49,11 +53,21 @@ class ParameterView(widgets.VBox):
         return f"ParameterView({self.state})"
 
     def _repr_mimebundle_(self, **kwargs):
+        """The widget, and where widgets don't run the stale push animated, as HTML and as SVG
+        (still, for PDF and renderers that run no CSS animation, on the first stale push)."""
         bundle = super()._repr_mimebundle_(**kwargs) or {}
         frame = self.model.timeline.first_stale_push() or self.slider.value
-        bundle["text/html"] = rp.static_params_html(self.model, frame)
-        bundle["image/svg+xml"] = rp.params_svg(self.model, frame)    # for PDF and plain renderers
+        picture = self.animated_svg(frame)
+        bundle["text/html"] = animate.animated_html(picture, frame, rp.param_caption(self.model, frame))
+        bundle["image/svg+xml"] = picture
         return bundle
+
+    def animated_svg(self, still):
+        """The frames around frame `still` as one animated, script-free SVG that holds on `still`
+        and shows it where nothing moves."""
+        frames = [animate.Frame(f, rp.params_svg(self.model, f), rp.param_caption(self.model, f))
+                  for f in animate.frames_around(still, self.model.timeline.frames)]
+        return animate.animated_svg(frames, still)
 
 
 def show(run, problem=None, frame=0):

@@ -4,7 +4,10 @@ curves (per version and per unit of time) and the staleness histogram.
 
 `aps.compare(...)` is the plain function behind it (call it with fixed values first); the
 Playground only wires sliders to it. A setting that cannot run shows a message, not a traceback.
+Its rows wrap: at any output width the controls and the charts flow onto as many lines as they
+need, and each picture shrinks to the width of the output area (svg.py), never wider.
 """
+import math
 from html import escape
 
 import ipywidgets as widgets
@@ -16,8 +19,33 @@ from ..engines.compare import compare
 from ..problems.base import Problem
 from ..problems.synthetic import LeastSquares, Logistic, Quadratic
 from . import render_charts as rc
-from .summary import stack_svg
+from .summary import stack_svg, text_style
+from .svg import INKS
 from .timeline import Timeline
+
+
+CHART_ROW = "display:flex;flex-wrap:wrap;gap:8px;max-width:100%"
+
+
+def wrapping():
+    """A row that wraps onto more lines where the output area is narrower than its content."""
+    return widgets.Layout(flex_flow="row wrap", max_width="100%")
+
+
+LR_STEP = 0.05        # the lr slider's step, in powers of ten
+
+
+def lr_grid_start(lr):
+    """The lr slider's lowest power of ten (about -3), chosen so that `lr` lies on its grid: the
+    browser puts a FloatLogSlider's value on min + n * step and sends the result back, and an lr
+    off the grid came back as another lr (0.05 as 0.0501) and ran the Playground again."""
+    at = math.log10(lr)
+    return at - round((at + 3) / LR_STEP) * LR_STEP
+
+
+def moved(change):
+    """An lr slider change by at least half a step (not the browser's rounding of the same lr)."""
+    return abs(math.log10(change["new"]) - math.log10(change["old"])) >= LR_STEP / 2
 
 
 class Playground(widgets.VBox):
@@ -57,8 +85,8 @@ class Playground(widgets.VBox):
             "max_clocks_ahead": widgets.IntSlider(value=max_clocks_ahead, min=0, max=50,
                                                   description="SSP: clocks ahead",
                                            style=style, layout=wide),
-            "lr": widgets.FloatLogSlider(value=lr, base=10, min=-3, max=1, step=0.05, description="lr",
-                                         style=style, layout=wide),
+            "lr": widgets.FloatLogSlider(value=lr, base=10, min=lr_grid_start(lr), max=1,
+                                         step=LR_STEP, description="lr", style=style, layout=wide),
             "lr_schedule": widgets.ToggleButtons(options=tuple(LR_SCHEDULES), value=lr_schedule,
                                                  description="lr schedule", style=style),
             "straggler": widgets.FloatSlider(value=straggler, min=0.25, max=10, step=0.25,
@@ -79,8 +107,11 @@ class Playground(widgets.VBox):
             "problem": widgets.Dropdown(options=list(self.problems), value=next(iter(self.problems)),
                                         description="problem", style=style),
         }
-        for control in self.controls.values():
-            control.observe(lambda _: self.update(), "value")
+        for name, control in self.controls.items():
+            if name == "lr":                # the browser snaps lr to its grid: not a change
+                control.observe(lambda change: moved(change) and self.update(), "value")
+            else:
+                control.observe(lambda _: self.update(), "value")
         self.message = widgets.HTML()
         self.timeline_box = widgets.VBox()
         self.losses = widgets.HTML()
@@ -91,8 +122,10 @@ class Playground(widgets.VBox):
                              c["jitter"], c["comm_delay"], c["momentum"]])
         right = widgets.VBox([c["policy"], c["lr_schedule"], c["partition"], c["batch_size"],
                               c["problem"]])
-        charts = widgets.HBox([self.losses, self.by_time, self.histogram])
-        super().__init__([widgets.HBox([left, right]), self.message, self.timeline_box, charts])
+        charts = widgets.HBox([self.losses, self.by_time, self.histogram], layout=wrapping())
+        controls = widgets.HBox([left, right], layout=wrapping())
+        super().__init__([controls, self.message, self.timeline_box, charts])
+        self.add_class("asyncps-playground")
         self.timeline, self.note = None, ""
         self.update()
 
@@ -108,7 +141,9 @@ class Playground(widgets.VBox):
             self._say(str(err), error=True)
             return
         chosen = runs[self.controls["policy"].value]
-        if chosen.trace.events:
+        if chosen.trace.events and self.timeline is not None:
+            self.timeline.set_run(chosen, frame="stale")     # the same widget: a Play click stays
+        elif chosen.trace.events:
             self.timeline = Timeline(chosen, frame="stale")
             self.timeline_box.children = [self.timeline]
         self.losses.value = rc.loss_curves(runs, by="version")
@@ -119,9 +154,9 @@ class Playground(widgets.VBox):
 
     def _say(self, text, error=False):
         self.note = text
-        color = "#B2182B" if error else "#8A6D3B"
-        self.message.value = (f'<div class="asyncps-message" style="color:{color}">{escape(text)}</div>'
-                              if text else "")
+        color = INKS["stale"] if error else INKS["computed"]
+        self.message.value = (f'<div class="asyncps-message" style="{text_style(color)};'
+                              f'white-space:normal">{escape(text)}</div>' if text else "")
 
     @property
     def state(self):
@@ -133,8 +168,9 @@ class Playground(widgets.VBox):
     def _repr_mimebundle_(self, **kwargs):
         bundle = super()._repr_mimebundle_(**kwargs) or {}
         static = (self.timeline._repr_mimebundle_()["text/html"] if self.timeline else "")
-        bundle["text/html"] = (f'<div class="asyncps-static">{static}{self.losses.value}'
-                               f'{self.by_time.value}{self.histogram.value}</div>')
+        bundle["text/html"] = (f'<div class="asyncps-static">{static}<div style="{CHART_ROW}">'
+                               f'{self.losses.value}{self.by_time.value}{self.histogram.value}'
+                               f'</div></div>')
         bundle["image/svg+xml"] = self.static_svg()              # for PDF and plain renderers
         return bundle
 

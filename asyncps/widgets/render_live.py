@@ -17,7 +17,7 @@ from ..core.trace import Trace
 from . import render_charts as rc
 from . import render_timeline as rt
 from .summary import stack_svg
-from .svg import svg, text
+from .svg import MUTED, svg, text
 
 POINTS = 400          # at most this many points per curve, whatever the number of versions
 
@@ -119,7 +119,7 @@ class StalenessTally:
         return np.array(counts)
 
 
-def _curve(values, n, label, color, width, of):
+def _curve(values, n, label, color, width, of, style=None):
     """The first `n` values of each version (`values` a list being appended to), thinned to about
     POINTS points: read with one strided slice, so a long run costs no more than a short one."""
     step = max(1, n // POINTS)
@@ -128,8 +128,8 @@ def _curve(values, n, label, color, width, of):
     if n and xs[-1] != n - 1:
         xs.append(n - 1)
         ys.append(values[n - 1])
-    return rc.lines_svg([(label, xs, ys, color)], f"{of} per server version", "server version",
-                        ylabel=of, log_y=of == "loss", width=width)
+    return rc.lines_svg([(label, xs, ys, color, style or rc.STYLES[0])], f"{of} per server version",
+                        "server version", ylabel=of, log_y=of == "loss", width=width)
 
 
 def live_svg(trace, state, window=40, width=720, counts=None, ended=None):
@@ -137,21 +137,24 @@ def live_svg(trace, state, window=40, width=720, counts=None, ended=None):
     Timeline of its newest `window` events, the loss and metrics per version, and the staleness
     histogram (`counts`, e.g. a StalenessTally's; by default read from the trace). `state` is a
     LiveRun's state; `ended`: how the run ended (outcome()), None while it runs."""
-    top = svg(width, 22, [text(8, 15, header(state, ended)[:120], weight="600", size=12,
-                               cls="aps-live-header")], "asyncps-live-header")
+    said = header(state, ended)
+    top = svg(width, 22, [text(8, 15, said[:120], weight="600", size=12, cls="aps-live-header")],
+              "asyncps-live-header", said)
     if trace.events:                                     # events are only ever added
         model = WindowModel(trace, window, state["version"])
         timeline = rt.timeline_svg(model, model.frames - 1, width)
     else:
         timeline = svg(width, 40, [text(width / 2, 24, "waiting for the first event",
-                                        anchor="middle", color="#888")], "asyncps-timeline")
+                                        anchor="middle", color=MUTED)], "asyncps-timeline",
+                       "timeline: waiting for the first event")
     n = len(trace.losses)                                # a metric is appended before its loss:
     metrics = dict(trace.metrics)                        # each has at least n values
     color = rc.POLICY_COLORS.get(trace.meta.get("policy"), rc.PALETTE[0])
+    style = rc.POLICY_STYLES.get(trace.meta.get("policy"))
     gap = 8
     each = (width - gap * (len(metrics) + 1)) // (len(metrics) + 2)
-    charts = [_curve(trace.losses, n, "loss", color, each, "loss")]
-    charts += [_curve(values, n, name, color, each, name) for name, values in metrics.items()]
+    charts = [_curve(trace.losses, n, "loss", color, each, "loss", style)]
+    charts += [_curve(values, n, name, color, each, name, style) for name, values in metrics.items()]
     counts = staleness_counts(trace) if counts is None else counts
     charts.append(rc.histogram_svg(counts, width=each))
-    return stack_svg([[top], [timeline], charts], gap=gap)
+    return stack_svg([[top], [timeline], charts], gap=gap, title=f"live run: {said}")

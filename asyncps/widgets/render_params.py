@@ -1,13 +1,19 @@
 """A 2-D problem in parameter space, frame by frame: loss contours, the server's path, and the
-current push drawn twice — where its gradient was computed (v0) and where it lands (v1)."""
+current push drawn twice — where its gradient was computed (v0) and where it lands (v1).
+
+The three arrows differ in line style as well as colour: the step taken (solid, red), the step as
+computed at the old version (dashed, orange), a fresh gradient at the new one (dotted, green)."""
 import math
 from html import escape
 
 import numpy as np
 
-from .svg import COLORS, line, path, polyline, svg, text
+from .svg import (BG, COLORS, INKS, MUTED, TEXT, circle, ink, line, path, polyline, rect, svg, text,
+                  tint)
 
 SIZE, PAD = 360, 28
+CONTOUR = tint(COLORS["compute"], 28)                  # faint on either theme
+COMPUTED = ink(COLORS["computed"], 85)                 # orange, a little darker on white
 
 
 class ParameterModel:
@@ -93,11 +99,11 @@ def param_caption(model, frame):
 
 def params_svg(model, frame):
     at = model.timeline.version_at(frame)
-    body = [f'<rect width="{SIZE}" height="{SIZE}" fill="white"/>']
-    body += [path(d, "#C9D3E0", 1.0) for d in model.contours]
-    body.append(polyline([model.px(p) for p in model.path[: at + 1]], "#333", 1.4))
+    body = [rect(0, 0, SIZE, SIZE, BG, rx=0)]
+    body += [path(d, CONTOUR, 1.0) for d in model.contours]
+    body.append(polyline([model.px(p) for p in model.path[: at + 1]], TEXT, 1.4))
     cx, cy = model.px(model.path[at])
-    body.append(f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="4" fill="#111"/>')
+    body.append(circle(cx, cy, 4, fill=TEXT))
     shown = model.arrows(frame)
     if shown is not None:
         p, computed_at, applied_at, step, fresh = shown
@@ -110,17 +116,23 @@ def params_svg(model, frame):
 
         if p.staleness:
             x0, y0 = model.px(computed_at)
-            body.append(f'<circle cx="{x0:.1f}" cy="{y0:.1f}" r="3.5" fill="none" stroke="#F58518" '
-                        f'stroke-width="1.5"/>')
-            body.append(arrow(computed_at, step, "#F58518", "stale", dash="4,3"))
-            body.append(text(x0 + 6, y0 - 6, f"computed on v{p.computed_on}", color="#B35806", size=10))
-            body.append(arrow(applied_at, fresh, COLORS["fresh"], "fresh", dash="2,2"))
+            body.append(circle(x0, y0, 3.5, stroke=COMPUTED, width=1.5))
+            body.append(arrow(computed_at, step, COMPUTED, "stale", dash="5,3"))
+            body.append(text(x0 + 6, y0 - 6, f"computed on v{p.computed_on}", color=INKS["computed"],
+                             size=10))
+            body.append(arrow(applied_at, fresh, COLORS["fresh"], "fresh", dash="1.5,2.5"))
         body.append(arrow(applied_at, step, COLORS[kind], kind))
-        body.append(text(cx + 6, cy + 14, f"applied to v{p.applied_to}", color=COLORS[kind], size=10))
+        body.append(text(cx + 6, cy + 14, f"applied to v{p.applied_to}", color=INKS[kind], size=10))
     body.append(text(PAD, 16, f"parameter space · v{at}", weight="600", size=12))
-    body.append(text(SIZE - PAD, SIZE - 8, "red: step taken · green: a fresh gradient", anchor="end",
-                     size=9, color="#666"))
-    return svg(SIZE, SIZE, body, "asyncps-params")
+    if shown is not None and not shown[0].staleness:
+        keys = ["solid green: the step taken, from a fresh gradient"]
+    else:
+        keys = ["solid red: the step taken · dotted green: a fresh gradient"]
+        keys += ["dashed orange: the step as computed"] if shown is not None else []
+    for k, key in enumerate(keys):
+        body.append(text(SIZE - PAD, SIZE - 8 - 11 * k, key, anchor="end", size=9, color=MUTED))
+    return svg(SIZE, SIZE, body, "asyncps-params",
+               f"parameter space at v{at}: {param_caption(model, frame)}")
 
 
 def static_params_html(model, frame):

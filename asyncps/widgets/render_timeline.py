@@ -4,15 +4,16 @@ One lane per worker plus the server's lane. Frame i shows the run up to its
 i-th event: compute bars labelled with the version they read, pull and push
 arrows, the server stepping v0 → v1 → …, waits at the barrier or the SSP gate
 greyed out, and stale pushes in red. `caption(model, i)` narrates event i in
-plain words. Time is virtual (simulate) or seconds (real engines): the axis
-shows a window of about a dozen compute times around the current event, so
-both look alike.
+plain words; it is also the picture's title (what a screen reader says). Time is
+virtual (simulate) or seconds (real engines): the axis shows a window of about a
+dozen compute times around the current event, so both look alike, with round
+ticks (1, 2, 2.5 or 5 × 10^k apart) that are never negative.
 """
 from html import escape
 
 import numpy as np
 
-from .svg import COLORS, line, rect, svg, text
+from .svg import BG, COLORS, INKS, MUTED, ON_COMPUTE, TEXT, line, nice_ticks, rect, svg, text, tick_label
 
 LANE, GAP, LEFT, TOP, RIGHT, AXIS = 26, 8, 78, 22, 14, 26
 
@@ -130,7 +131,7 @@ def lane_y(lane):
 
 
 def timeline_svg(model, frame, width=720):
-    """Frame `frame` of the timeline as an SVG string."""
+    """Frame `frame` of the timeline as an SVG string, titled with its status and caption."""
     if not 0 <= frame < model.frames:
         raise ValueError(f"frame={frame} is not allowed: frame must be in 0..{model.frames - 1}")
     t_now = float(model.now[frame])
@@ -138,15 +139,15 @@ def timeline_svg(model, frame, width=720):
     plot = width - LEFT - RIGHT
     x = lambda t: LEFT + (min(max(t, t0), t1) - t0) / (t1 - t0) * plot       # noqa: E731
     height = lane_y(model.workers + 1) + AXIS
-    body = [rect(0, 0, width, height, "white", rx=0)]
+    body = [rect(0, 0, width, height, BG, rx=0)]
     at = model.version_at(frame)
-    body.append(text(LEFT, 14, f"{model.policy} · {model.workers} workers · server at v{at}",
-                     weight="600", size=12, cls="aps-status"))
+    status = f"{model.policy} · {model.workers} workers · server at v{at}"
+    body.append(text(LEFT, 14, status, weight="600", size=12, cls="aps-status"))
     # lanes
     body.append(text(LEFT - 8, lane_y(0) + 17, "server", anchor="end", weight="600"))
     for w in range(model.workers):
         y = lane_y(w + 1)
-        body.append(rect(LEFT, y, plot, LANE, "#FAFAFA", rx=0))
+        body.append(rect(LEFT, y, plot, LANE, COLORS["lane"], rx=0))
         body.append(text(LEFT - 8, y + 17, f"worker {w}", anchor="end"))
     # the server's versions
     first = model.first_version
@@ -155,8 +156,7 @@ def timeline_svg(model, frame, width=720):
         end = model.version_time[v + 1 - first] if v + 1 <= at else t_now
         if end < t0 or start > t1:
             continue
-        body.append(rect(x(start), lane_y(0), x(end) - x(start), LANE, COLORS["server"][v % 2],
-                         stroke="#9FB3CF", width=0.6, rx=0))
+        body.append(rect(x(start), lane_y(0), x(end) - x(start), LANE, COLORS["server"][v % 2], rx=0))
         if x(end) - x(start) > 18:
             body.append(text((x(start) + x(end)) / 2, lane_y(0) + 17, f"v{v}", anchor="middle",
                              weight="600"))
@@ -171,18 +171,20 @@ def timeline_svg(model, frame, width=720):
             y = lane_y(e.worker + 1) + 3
             x0, x1 = x(e.start), x(end)
             current = i == frame
-            if e.kind == "compute":
-                body.append(rect(x0, y, x1 - x0, LANE - 6, COLORS["compute"],
-                                 stroke="#111" if current else "none", width=2 if current else 0,
-                                 opacity=1.0 if i <= frame else 0.55))
+            if e.kind == "compute":                  # still running: a pale bar, outlined
+                done = i <= frame
+                body.append(rect(x0, y, x1 - x0, LANE - 6,
+                                 COLORS["compute"] if done else COLORS["computing"],
+                                 stroke=TEXT if current else "none" if done else COLORS["compute"],
+                                 width=2 if current else 0 if done else 1))
                 if x1 - x0 > 20:
-                    body.append(text((x0 + x1) / 2, y + 14, f"v{e.computed_on}", color="white",
-                                     anchor="middle", weight="600"))
+                    body.append(text((x0 + x1) / 2, y + 14, f"v{e.computed_on}", anchor="middle",
+                                     color=ON_COMPUTE if done else TEXT, weight="600"))
             else:
-                body.append(rect(x0, y, x1 - x0, LANE - 6, COLORS["wait"], opacity=0.7,
-                                 stroke="#111" if current else "none", width=2 if current else 0))
+                body.append(rect(x0, y, x1 - x0, LANE - 6, COLORS["wait"],
+                                 stroke=TEXT if current else "none", width=2 if current else 0))
                 if x1 - x0 > 44:
-                    body.append(text((x0 + x1) / 2, y + 14, "waiting", anchor="middle", color="#444"))
+                    body.append(text((x0 + x1) / 2, y + 14, "waiting", anchor="middle"))
     # pulls, pushes and losses: those that have happened
     if model.points:
         shown = np.nonzero((model.point_time >= t0) & (model.point_time <= t1))[0]
@@ -201,18 +203,26 @@ def timeline_svg(model, frame, width=720):
                                  head=kind))
                 if current or (e.staleness > 0 and len(shown) < 60):
                     body.append(text(xe + 3, yw - 3, f"stale {e.staleness}" if e.staleness else "fresh",
-                                     color=COLORS[kind], size=10, weight="600" if current else None))
+                                     color=INKS[kind], size=10, weight="600" if current else None))
             else:
-                body.append(text(xe, yw + 18, "✕", color=COLORS["lost"], size=16, anchor="middle"))
+                body.append(rect(xe - 8, yw + 5, 16, 16, BG, stroke=INKS["lost"], width=1))  # a badge
+                body.append(text(xe, yw + 18, "✕", color=INKS["lost"], size=14, anchor="middle"))
     # now, and a time axis
     body.append(line(x(t_now), TOP - 4, x(t_now), lane_y(model.workers + 1), COLORS["now"], 1,
                      dash="3,3"))
     base = lane_y(model.workers + 1) + 4
-    unit = "" if model.trace.meta.get("clock") != "wall" else " s"
-    for tick in np.linspace(t0, t1, 5):
-        body.append(text(x(tick), base + 12, f"{tick:.3g}{unit}", anchor="middle", color="#666",
-                         size=10))
-    return svg(width, height, body, "asyncps-timeline")
+    unit = "time" if model.trace.meta.get("clock") != "wall" else "time (s)"
+    body.append(text(LEFT - 8, base + 12, unit, anchor="end", color=MUTED, size=10))
+    for tick in time_ticks(t0, t1, plot):
+        body.append(line(x(tick), base - 4, x(tick), base, MUTED))
+        body.append(text(x(tick), base + 12, tick_label(tick), anchor="middle", color=MUTED, size=10))
+    title = f"timeline, {status}. frame {frame} of {model.frames - 1}: {caption(model, frame)}"
+    return svg(width, height, body, "asyncps-timeline", title)
+
+
+def time_ticks(t0, t1, plot=600):
+    """Round times inside the window [t0, t1], about one per 90 px of `plot`, never before 0."""
+    return nice_ticks(max(t0, 0.0), max(t1, 0.0), max(2, plot // 90))
 
 
 def static_html(model, frame=None, width=720):
