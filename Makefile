@@ -36,7 +36,7 @@ CHROMIUM ?= /usr/bin/chromium
 # where make lab opens: the root is the repository, so the lectures' ../exercises/ links work
 START    ?= /lab/tree/notebooks/00-start-here.ipynb
 
-.PHONY: lab test test-fast demo venv torch packages browser netns bench bench-quick reliability notebooks slides solutions exercises grade check student-bundle clean
+.PHONY: lab test test-fast demo venv torch packages browser netns bench bench-quick reliability notebooks slides solutions exercises grade check student-bundle site clean
 
 venv: $(LAB)
 
@@ -124,6 +124,11 @@ check: $(LAB)
 student-bundle: $(LAB)
 	$(PY) scripts/student_bundle.py build/student-bundle
 
+# the lecture site: site/index.html, the executed lecture, the Playground and the student copies
+# as static HTML with navigation; it opens from disk (no server, no network)
+site: $(LAB)
+	$(PY) scripts/site.py site
+
 slides: $(LAB)
 	$(VENV)/bin/jupyter nbconvert --to slides notebooks/[0-9]*.ipynb --output-dir build/slides
 	@echo "slides in build/slides/ (they load reveal.js from a CDN when opened)"
@@ -139,4 +144,4 @@ bench-quick: $(TEST)
 	$(PY) -m asyncps.bench --quick --out build/benchmarks
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build site *.egg-info

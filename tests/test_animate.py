@@ -371,3 +371,15 @@ def test_a_frame_drawn_through_use_looks_like_the_frame_drawn_in_full(tmp_path, 
     from PIL import ImageChops
     differing = sum(ImageChops.difference(*shots).convert("L").histogram()[1:])
     assert differing == 0, f"{differing} pixels differ between frame {number} via <use> and in full"
+
+
+def test_the_readme_s_animated_timeline_is_what_the_package_makes():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, str(root / "scripts" / "readme_figure.py"), "--check"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "docs/timeline-animated.svg" in (root / "README.md").read_text()

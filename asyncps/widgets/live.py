@@ -107,8 +107,7 @@ class LiveView(widgets.VBox):
                                      layout=button())
         pause.observe(lambda change: self._by_hand() and
                       self._do(self.live.pause if change["new"] else self.live.resume), "value")
-        stop = widgets.Button(description="stop", icon="stop", button_style="warning",
-                              layout=button())
+        stop = widgets.Button(description="stop", icon="stop", layout=button())  # "warning": 2.7:1
         stop.on_click(lambda _: self._do(self.live.stop))
         victim = widgets.Dropdown(options=[(f"worker {k}", k) for k in range(len(slow))], value=0,
                                   layout=widgets.Layout(width="104px"))

@@ -75,8 +75,8 @@ class Playground(widgets.VBox):
         straggler = checks.real("straggler", straggler, minimum=0.25, below=10.0 + 1e-9)
         partition = checks.choice("partition", partition, ("iid", "sorted"))
         push_every = checks.integer("push_every", push_every, minimum=1, maximum=10)
-        style = {"description_width": "90px"}
-        wide = widgets.Layout(width="300px")
+        style = {"description_width": "130px"}          # "SSP: clocks ahead" in full
+        wide = widgets.Layout(width="330px", max_width="100%")
         self.controls = {
             "workers": widgets.IntSlider(value=workers, min=1, max=16, description="workers",
                                          style=style, layout=wide),
@@ -88,7 +88,8 @@ class Playground(widgets.VBox):
             "lr": widgets.FloatLogSlider(value=lr, base=10, min=lr_grid_start(lr), max=1,
                                          step=LR_STEP, description="lr", style=style, layout=wide),
             "lr_schedule": widgets.ToggleButtons(options=tuple(LR_SCHEDULES), value=lr_schedule,
-                                                 description="lr schedule", style=style),
+                                                 description="lr schedule",
+                                                 style={**style, "button_width": "160px"}),
             "straggler": widgets.FloatSlider(value=straggler, min=0.25, max=10, step=0.25,
                                              description="last worker ×", style=style, layout=wide),
             "partition": widgets.ToggleButtons(options=("iid", "sorted"), value=partition,

@@ -16,6 +16,7 @@ import numpy as np
 from .svg import BG, COLORS, INKS, MUTED, ON_COMPUTE, TEXT, line, nice_ticks, rect, svg, text, tick_label
 
 LANE, GAP, LEFT, TOP, RIGHT, AXIS = 26, 8, 78, 22, 14, 26
+LABEL_CHAR = 6.5      # px per character of a 10-px bold label, a little more than most fonts take
 
 
 class TimelineModel:
@@ -188,6 +189,7 @@ def timeline_svg(model, frame, width=720):
     # pulls, pushes and losses: those that have happened
     if model.points:
         shown = np.nonzero((model.point_time >= t0) & (model.point_time <= t1))[0]
+        taken = {}                               # lane -> labels' spans: a label never covers another
         for j in shown:
             i, e = model.points[j]
             if i > frame:
@@ -202,8 +204,17 @@ def timeline_svg(model, frame, width=720):
                 body.append(line(xe - 5, yw, xe, lane_y(0) + LANE, COLORS[kind], 3 if current else 1.4,
                                  head=kind))
                 if current or (e.staleness > 0 and len(shown) < 60):
-                    body.append(text(xe + 3, yw - 3, f"stale {e.staleness}" if e.staleness else "fresh",
-                                     color=INKS[kind], size=10, weight="600" if current else None))
+                    label = f"stale {e.staleness}" if e.staleness else "fresh"
+                    span = LABEL_CHAR * len(label)
+                    inside = xe + 3 + span <= width - 2             # else left of the push
+                    start = xe + 3 if inside else xe - 3 - span
+                    spans = taken.setdefault(e.worker, [])
+                    if not current and any(a - 2 < start + span and start < b + 2 for a, b in spans):
+                        continue                         # it would cover a label already there
+                    spans.append((start, start + span))
+                    body.append(text(xe + 3 if inside else xe - 3, yw - 3, label,
+                                     anchor="start" if inside else "end", color=INKS[kind], size=10,
+                                     weight="600" if current else None))
             else:
                 body.append(rect(xe - 8, yw + 5, 16, 16, BG, stroke=INKS["lost"], width=1))  # a badge
                 body.append(text(xe, yw + 18, "✕", color=INKS["lost"], size=14, anchor="middle"))
