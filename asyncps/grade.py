@@ -136,14 +136,18 @@ def run_graded(notebook, student, reference, timeout):
 def _kernel_manager():
     """The grading kernel's manager: on Unix sockets where the system has them. Over TCP a kernel
     binds ports its manager found free a moment before; two notebooks graded at once (or any
-    other program) can take one in between, and a client may then talk to the wrong kernel."""
+    other program) can take one in between, and a client may then talk to the wrong kernel.
+    The kernel is stopped when the block ends."""
     from jupyter_client.manager import KernelManager
 
-    if os.name != "posix":
-        yield KernelManager(kernel_name="python3")
-        return
     with tempfile.TemporaryDirectory(prefix="asyncps-grade-") as folder:
-        yield KernelManager(kernel_name="python3", transport="ipc", ip=os.path.join(folder, "kernel"))
+        km = (KernelManager(kernel_name="python3", transport="ipc", ip=os.path.join(folder, "kernel"))
+              if os.name == "posix" else KernelManager(kernel_name="python3"))
+        try:
+            yield km
+        finally:                            # nbclient stops only a kernel whose manager it made
+            if km.has_kernel:
+                km.shutdown_kernel(now=True)
 
 
 def report(results, name, tool="asyncps.grade"):
