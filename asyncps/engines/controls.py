@@ -10,9 +10,10 @@ replay shows it too. The state workers obey is two small arrays, `flags` ([0] th
 shared memory for worker processes (processes.py, rpc/world.py), read by the workers at every
 gradient.
 
-An engine says how its workers learn of a change by overriding the hooks: `_changed` (wake the
-waiting threads), `_kill` (a real SIGKILL), and where the server lives in another process
-(rpc), `_record`, `_set_lr` and `_stop` send the change there instead of applying it here.
+An engine says how its workers learn of a change by overriding the hooks: `_kill` (a real
+SIGKILL), and where the server lives in another process (rpc), `_record`, `_set_lr` and `_stop`
+send the change there instead of applying it here. Given a condition variable as its lock, a
+change wakes every thread waiting on it (`_changed`).
 """
 import threading
 
@@ -101,7 +102,10 @@ class Controls:
         self._record("stop")
 
     def _changed(self):
-        """Something changed: wake whoever waits for it (threads on a condition variable)."""
+        """Something changed: wake whoever waits for it, where the lock is a condition variable
+        (the threads engine's, rank 0's handlers')."""
+        if isinstance(self.lock, threading.Condition):
+            self.lock.notify_all()
 
     def _kill(self, worker):
         """Carry out a kill now (a worker process: SIGKILL); threads stop at their next step."""

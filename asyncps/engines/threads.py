@@ -34,9 +34,6 @@ class Controls(base.Controls):
         super().__init__(server, config, clock, lock=threading.Condition())
         self.cond, self.halt = self.lock, threading.Event()
 
-    def _changed(self):
-        self.cond.notify_all()
-
     def stop(self, message):
         stopped = super().stop(message)
         self.halt.set()

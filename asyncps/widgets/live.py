@@ -27,6 +27,7 @@ import ipywidgets as widgets
 from ..core import checks
 from ..engines.live import LiveRun
 from . import render_live as rl
+from .playground import LR_STEP, moved      # a browser's rounding of lr is no change
 
 MAX_FPS = 10
 BUSY = 0.1            # drawing takes at most this share of the time: a costly picture is drawn
@@ -97,10 +98,10 @@ class LiveView(widgets.VBox):
             slider.observe(lambda change, k=k: self._by_hand() and
                            self._do(self.live.slow, k, change["new"]), "value")
         low, high = lr_range(state["lr"])
-        lr = widgets.FloatLogSlider(value=state["lr"], base=10, min=low, max=high, step=0.05,
+        lr = widgets.FloatLogSlider(value=state["lr"], base=10, min=low, max=high, step=LR_STEP,
                                     readout_format=lr_format(low), description="lr",
                                     continuous_update=False, style=style, layout=wide())
-        lr.observe(lambda change: self._by_hand() and
+        lr.observe(lambda change: self._by_hand() and moved(change) and
                    self._do(self.live.set_lr, change["new"]), "value")
         button = lambda: widgets.Layout(width="76px")                       # noqa: E731
         pause = widgets.ToggleButton(value=state["paused"], description="pause", icon="pause",

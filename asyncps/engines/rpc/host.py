@@ -22,14 +22,6 @@ NEWS_EVERY = 0.1   # seconds between two reports to the caller in a live run (0.
 LAST_REPLY = 2.0   # seconds a launched world's live workers get to receive their last reply
 
 
-class Controls(base.Controls):
-    """Rank 0's copy of a live run's controls: the caller's changes, applied to the server here
-    (the lock is the handlers' condition variable: a change wakes a worker waiting at the gate)."""
-
-    def _changed(self):
-        self.lock.notify_all()
-
-
 def _heard(server, k, events):
     """Worker k called (the condition variable held): it is alive now; record its events."""
     _STATE["heard"][k] = time.monotonic()
@@ -141,7 +133,7 @@ def serve(server, world, method, timeout, offset, caller=None, live=False, forme
     _STATE.update(server=server, cond=cond, timeout=timeout, failed=None, copies={}, workers=world - 1,
                   finished=set(), lost=set(), start=start, waiting={}, inside=set(), heard={},
                   gate_timeout=gate_timeout,
-                  controls=Controls(server, server.config, clock, lock=cond))
+                  controls=base.Controls(server, server.config, clock, lock=cond))   # rank 0's copy
     join("ps", 0, world, method, timeout)
     if formed is not None:
         formed()
@@ -182,13 +174,18 @@ def _lose_the_silent(server, clock, timeout):
     for k, heard in _STATE["heard"].items():
         if k in _STATE["finished"] | _STATE["lost"] | _STATE["inside"] or now - heard <= timeout:
             continue
-        _STATE["lost"].add(k)
-        try:
-            server.lose(k, clock(), f"no word from rank {k + 1} for {timeout:g} s: its process died, "
-                                    f"or one gradient takes longer than --timeout")
-        except RuntimeError as err:
-            _STATE["failed"] = err
+        _lose(server, k, clock, f"no word from rank {k + 1} for {timeout:g} s: its process died, "
+                                f"or one gradient takes longer than --timeout")
         _STATE["cond"].notify_all()
+
+
+def _lose(server, k, clock, reason):
+    """Worker k is gone: its Lost event; under sync and ssp the run fails (serve raises it)."""
+    _STATE["lost"].add(k)
+    try:
+        server.lose(k, clock(), reason)
+    except RuntimeError as err:
+        _STATE["failed"] = err
 
 
 def _hear(server, message, clock):
@@ -196,11 +193,7 @@ def _hear(server, message, clock):
     kind, *args = message
     if kind == "lost":
         k, reason = args
-        _STATE["lost"].add(k)
-        try:
-            server.lose(k, clock(), reason)
-        except RuntimeError as err:                    # sync / ssp: the run fails
-            _STATE["failed"] = err
+        _lose(server, k, clock, reason)
     elif kind == "control":
         what, worker, value = args
         controls = _STATE["controls"]
