@@ -1,6 +1,8 @@
 # Two commands do all set-up on a fresh machine with Python 3.11+ and make:
 #   make lab    create .venv, install asyncps for the lecture, open JupyterLab at the repository
-#               root on notebooks/00-start-here.ipynb (the lectures link ../exercises/)
+#               root on notebooks/00-start-here.ipynb (the lectures link ../exercises/) in a
+#               browser where one can show it (OPEN_BROWSER below); its last lines are the URL
+#               to open, with its token
 #   make test   create .venv if missing, run the whole test suite (browser tests included: as
 #               root, where Chromium is missing, it tries Debian's chromium; if that cannot be
 #               installed the browser tests skip saying why, and fail with CI=true)
@@ -31,14 +33,40 @@ else
   $(error TORCH=$(TORCH): use TORCH=cpu (the default) or TORCH=cuda)
 endif
 PIP_FLAGS ?=
+# pip prints its errors only (-qq: not even its warnings, of which a machine's pip config can add
+# a hundred, "Location ... is ignored"); make lab VERBOSE=1 shows pip's whole log. (Not named
+# PIP_*: pip reads every PIP_* variable in its environment as one of its options.)
+QUIET_PIP = $(if $(VERBOSE),,-qq) --disable-pip-version-check
 
 CHROMIUM ?= /usr/bin/chromium
 # where make lab opens: the root is the repository, so the lectures' ../exercises/ links work
 START    ?= /lab/tree/notebooks/00-start-here.ipynb
 
+# make lab opens a browser where one can show it: on macOS, or on Linux with a DISPLAY or a
+# WAYLAND_DISPLAY, and never as root (containers, CI) nor in an SSH session. Where it opens none it
+# says why, and the last lines JupyterLab prints are the URL to open, with its token.
+# make lab OPEN_BROWSER=yes (or =no) decides instead. (Not BROWSER: Python's webbrowser, which
+# JupyterLab opens the browser with, reads BROWSER as the browser's command.)
+OPEN_BROWSER ?= auto
+ifeq ($(OPEN_BROWSER),auto)
+  NO_BROWSER := $(strip \
+    $(if $(filter 0,$(shell id -u)),running as root, \
+    $(if $(SSH_CONNECTION)$(SSH_TTY),an SSH session, \
+    $(if $(filter Darwin,$(shell uname -s))$(DISPLAY)$(WAYLAND_DISPLAY),,no DISPLAY or WAYLAND_DISPLAY))))
+else ifeq ($(OPEN_BROWSER),no)
+  NO_BROWSER := OPEN_BROWSER=no
+else ifneq ($(OPEN_BROWSER),yes)
+  $(error OPEN_BROWSER=$(OPEN_BROWSER): use OPEN_BROWSER=auto (the default), yes or no)
+endif
+
+# JupyterLab's news pop-up ("receive official Jupyter news?") and its update check are off in this
+# venv's JupyterLab: a settings override (the learner's own settings still win over it); make lab
+# also turns off the server's side of both. tests/browser sets the same in its own settings.
+LAB_SETTINGS = $(VENV)/share/jupyter/lab/settings/overrides.json
+
 .PHONY: lab test test-fast demo venv torch packages browser netns bench bench-quick reliability notebooks slides solutions exercises grade check student-bundle site clean
 
-venv: $(LAB)
+venv: $(LAB) $(LAB_SETTINGS)
 
 # The two install steps, each a target of its own (tests/test_install.py runs them with the
 # package index unreachable): torch alone, then the package and its extras.
@@ -46,12 +74,14 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 
 torch: $(PY)
-	$(PY) -m pip install --no-deps $(TORCH_INDEX) "$(TORCH_REQ)"
+	$(PY) -m pip install $(QUIET_PIP) --no-deps $(TORCH_INDEX) "$(TORCH_REQ)"
 
 packages: $(PY)
-	$(PY) -m pip install $(PIP_FLAGS) "$(TORCH_REQ)" -e ".[$(EXTRAS)]"
+	$(PY) -m pip install $(QUIET_PIP) $(PIP_FLAGS) "$(TORCH_REQ)" -e ".[$(EXTRAS)]"
 
 $(LAB): pyproject.toml
+	@echo "installing $(TORCH_REQ), then asyncps and JupyterLab, into $(VENV): a few minutes;" \
+		"pip prints nothing unless it fails (VERBOSE=1: its whole log)"
 	$(MAKE) --no-print-directory torch
 	$(MAKE) --no-print-directory packages EXTRAS=torch,lab
 	touch $@
@@ -79,9 +109,18 @@ netns:
 		|| echo "make: could not install iproute2 with apt-get: the torchrun tests will skip (CI=true: fail)"; \
 	else echo "make: no unshare or ip command and not root: the torchrun tests will skip (CI=true: fail)"; fi
 
-lab: $(LAB)
+$(LAB_SETTINGS): $(LAB) Makefile
+	mkdir -p $(@D)
+	echo '{"@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": false}}' > $@
+
+# the server logs warnings and errors only, so that its last lines before a browser connects are
+# its own "To access the server ... copy and paste one of these URLs" block
+lab: $(LAB) $(LAB_SETTINGS)
+	@$(if $(NO_BROWSER),echo "make lab: no browser opened ($(NO_BROWSER)): open the URL JupyterLab prints last",:)
 	$(VENV)/bin/jupyter lab --ServerApp.root_dir=. --LabApp.default_url=$(START) \
-		--ServerApp.ip=127.0.0.1 --no-browser \
+		--ServerApp.ip=127.0.0.1 --ServerApp.open_browser=$(if $(NO_BROWSER),False,True) \
+		--ServerApp.log_level=WARN --LabApp.log_level=WARN --LabApp.news_url=None \
+		--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate \
 		$$([ "$$(id -u)" = 0 ] && echo --allow-root)   # containers and CI run as root
 
 # the classroom pages: notebooks/playground.ipynb (the default) or notebooks/live.ipynb (PAGE=live).

@@ -112,9 +112,52 @@ def build(src, out_dir=OUT):
     for i, cell in enumerate(nb.cells):
         cell["id"] = f"cell-{i}"                       # stable ids: no churn in git
         cell.metadata.pop("execution", None)
+        first_sight(cell, f"{src.name}, cell {i}")
+        merge_streams(cell)
     out = out_dir / (src.stem + ".ipynb")
     nbformat.write(nb, out)
     return out, time.perf_counter() - start
+
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+PICTURES = ("text/html", "image/png", "image/svg+xml")
+
+
+def first_sight(cell, where):
+    """What a learner sees before running anything: each widget's picture. A widget view without
+    its widget's state (dropped above) is "Error displaying widget: model not found" in a trusted
+    notebook, and an untrusted one skips it for the rest of the bundle; so the view goes, and the
+    picture the widget put beside it (text/html: an <img>, asyncps/widgets/picture.py) is what
+    shows, trusted or not, until the cell runs and the live widget replaces it. A widget that
+    gave no picture stops the build: it would show as its repr."""
+    for output in cell.get("outputs", []):
+        data = output.get("data", {})
+        if WIDGET_VIEW in data:
+            if not any(kind in data for kind in PICTURES):
+                raise ValueError(f"{where}: a widget with no picture for a notebook opened "
+                                 f"without a kernel (only {sorted(data)}): give it one "
+                                 f"(aps.widgets.interactive, Picture) instead of plain ipywidgets")
+            del data[WIDGET_VIEW]
+        html = data.get("text/html", "")
+        html = "".join(html) if isinstance(html, list) else html
+        if "<svg" in html:
+            raise ValueError(f"{where}: an inline <svg> in text/html, which an untrusted notebook "
+                             f"drops (its text stays as loose words): show it with "
+                             f"aps.widgets.Picture(svg)")
+
+
+def merge_streams(cell):
+    """One output for consecutive prints to the same stream: how the kernel's flushes split them
+    depends on timing, and the committed file should not."""
+    merged = []
+    for output in cell.get("outputs", []):
+        if (merged and output.get("output_type") == "stream" == merged[-1].get("output_type")
+                and output.get("name") == merged[-1].get("name")):
+            merged[-1]["text"] += output["text"]
+        else:
+            merged.append(output)
+    if "outputs" in cell:
+        cell["outputs"] = merged
 
 
 def check():

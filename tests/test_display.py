@@ -14,7 +14,8 @@ import asyncps as aps
 from asyncps.core import display
 from asyncps.engines.entry import Progress
 from asyncps.widgets import ParameterView, Playground, Timeline
-from asyncps.widgets.summary import stack_svg
+from asyncps.widgets.picture import stack_svg
+from asyncps.widgets.picture import svgs_in
 
 LSQ = aps.problems.LeastSquares(n=512, dim=10, seed=0)
 QUAD = aps.problems.Quadratic(curvature=[1.0, 4.0], x0=[1.0, 1.0])
@@ -56,7 +57,7 @@ def test_a_trace_that_keeps_only_its_first_events_still_counts_them_all():
 def test_a_run_s_html_holds_its_summary_line_and_its_charts_in_a_few_kb(long_run):
     html = long_run._repr_html_()
     assert escape(repr(long_run)) in html
-    assert html.count("<svg") == 2                     # the loss per version, the staleness histogram
+    assert len(svgs_in(html)) == 2                     # the loss per version, the staleness histogram
     assert "loss per server version" in html and "staleness of each async push" in html
     assert len(html) < 20_000
 
@@ -64,14 +65,14 @@ def test_a_run_s_html_holds_its_summary_line_and_its_charts_in_a_few_kb(long_run
 def test_a_trace_s_html_holds_its_summary_line_and_the_staleness_histogram(long_run):
     html = long_run.trace._repr_html_()
     assert escape(repr(long_run.trace)) in html
-    assert html.count("<svg") == 1 and "staleness of each async push" in html
+    assert len(svgs_in(html)) == 1 and "staleness of each async push" in html
     assert len(html) < 20_000
 
 
 def test_a_run_with_a_metric_shows_it_beside_the_loss():
     run = aps.simulate(Scored(n=256, dim=4, seed=0), workers=2, steps=20, progress=False)
     html = run._repr_html_()
-    assert html.count("<svg") == 3 and "accuracy per server version" in html
+    assert len(svgs_in(html)) == 3 and "accuracy per server version" in html
 
 
 def test_a_diverged_run_s_html_says_why():
@@ -82,7 +83,9 @@ def test_a_diverged_run_s_html_says_why():
 
 def test_the_charts_in_the_html_are_well_formed_svg(long_run):
     for html in (long_run._repr_html_(), long_run.trace._repr_html_()):
-        ET.fromstring(html)                            # the whole block parses as XML
+        ET.fromstring(html)                            # the whole block parses as XML...
+        for picture in svgs_in(html):
+            ET.fromstring(picture)                     # ...and so does each picture in it
 
 
 def test_without_a_registered_renderer_jupyter_falls_back_to_the_repr(long_run):
@@ -91,7 +94,7 @@ def test_without_a_registered_renderer_jupyter_falls_back_to_the_repr(long_run):
         assert long_run._repr_html_() is None and long_run.trace._repr_html_() is None
     finally:
         display.register_html(aps._summary_html)
-    assert "<svg" in long_run._repr_html_()
+    assert svgs_in(long_run._repr_html_())
     with pytest.raises(TypeError, match="render="):
         display.register_html("not a function")
 
@@ -162,7 +165,7 @@ def test_the_timeline_s_svg_is_the_frame_its_static_html_shows():
     assert frame == timeline.model.first_stale_push()  # frame 0 says little
     bundle = timeline._repr_mimebundle_()
     assert bundle["image/svg+xml"] == timeline.animated_svg(frame)
-    assert bundle["image/svg+xml"] in bundle["text/html"]
+    assert svgs_in(bundle["text/html"]) == [bundle["image/svg+xml"]]
     timeline.frame = 3
     assert timeline._repr_mimebundle_()["image/svg+xml"] == timeline.animated_svg(3)
 
@@ -173,7 +176,7 @@ def test_the_parameter_view_s_svg_is_its_static_frame():
     bundle = view._repr_mimebundle_()
     frame = view.model.timeline.first_stale_push()
     assert bundle["image/svg+xml"] == view.animated_svg(frame)
-    assert bundle["image/svg+xml"] in bundle["text/html"]
+    assert svgs_in(bundle["text/html"]) == [bundle["image/svg+xml"]]
 
 
 def test_the_playground_s_svg_holds_the_timeline_and_every_chart():

@@ -15,6 +15,7 @@ ENGINES = ("threads", "processes", "rpc")          # the real engines of aps.tra
 DEVICES = ("cpu", "cuda", "auto")
 PARTITIONS = ("iid", "by_label", "sorted")
 LOOPBACK = "127.0.0.1"
+MAX_SECONDS = 1e6          # timeouts and slowdowns: ~11 days; longer waits overflow the clock
 SIMULATE_ONLY = ("compute_times", "jitter", "comm_delay")
 TRAIN_ONLY = ("engine", "device", "slowdown", "lock", "timeout", "checkpoint", "checkpoint_every",
               "address", "allow_remote")
@@ -96,8 +97,11 @@ class RunConfig:
         checks.choice("device", self.device, DEVICES)
         slowdown = [0.0] * self.workers if self.slowdown is None else checks.vector(
             "slowdown", self.slowdown, length=self.workers, minimum=0.0)
+        if max(slowdown) >= MAX_SECONDS:                # a sleep that long overflows the clock
+            raise checks.bad("slowdown", self.slowdown, f"a list of seconds per gradient, each "
+                             f">= 0 and < {MAX_SECONDS:g} (~11 days)")
         put("slowdown", tuple(float(s) for s in slowdown))
-        put("timeout", checks.real("timeout", self.timeout, positive=True, below=1e6))  # ~11 days
+        put("timeout", checks.real("timeout", self.timeout, positive=True, below=MAX_SECONDS))
         put("checkpoint_every", checks.integer("checkpoint_every", self.checkpoint_every, minimum=1))
         for name in ("lock", "allow_remote"):
             if not isinstance(getattr(self, name), bool):

@@ -26,6 +26,7 @@ import threading
 import weakref
 
 from ..core import checks
+from ..core.config import MAX_SECONDS
 
 STOPPED = "stopped by live.stop()"
 _views = []           # at most one: make(live, fps=, window=) -> a widget (asyncps/__init__.py)
@@ -144,7 +145,7 @@ class LiveRun:
     def slow(self, worker, seconds):
         """Worker `worker` sleeps `seconds` more per gradient from now on (0: no more)."""
         worker = self._worker(worker)
-        seconds = checks.real("seconds", seconds, minimum=0.0)
+        seconds = checks.real("seconds", seconds, minimum=0.0, below=MAX_SECONDS)
         self._apply(self._controls.slow(worker, seconds), f"slow({worker}, {seconds:g})")
 
     def set_lr(self, lr):

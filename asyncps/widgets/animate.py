@@ -12,7 +12,9 @@ browsers and SVG images (<img>) run.
   overrides and which survives where a renderer strips <style>. With prefers-reduced-motion the
   animation is off too. So a PDF (rsvg: checked), a page stripped of its styles or a reader who
   asked for no motion sees the still frame, as before animations existed.
-- Paused under the pointer: hovering the picture stops it on the frame shown.
+- Paused under the pointer where it is drawn inline (nbconvert's image/svg+xml, a browser
+  opening the file): hovering the picture stops it on the frame shown. In an <img>, the way
+  notebooks show it (picture.py), the pointer does not reach it and it plays on.
 - Small. At most MAX_FRAMES frames; styles and <defs> shared once; an element drawn identically
   in several frames (a lane, a label, a bar already finished) is written once, in the still
   frame, and the other frames point at it with <use>. The still frame is the last group: where a
@@ -27,6 +29,7 @@ import re
 from collections import namedtuple
 from html import escape, unescape
 
+from .picture import img_html
 from .svg import BG, rect, text
 
 MAX_FRAMES = 12          # frames in one animation: enough for v0 → v1 → a stale push, small to commit
@@ -147,8 +150,7 @@ def animated_svg(frames, still, seconds=SECONDS, hold=HOLD, title=None):
     groups.append(groups.pop(k))             # last: on top where a renderer shows every frame
     shared = list(dict.fromkeys(part for _, _, parts, _ in parsed for part in parts))
     label = title or (f"{still_title or 'a picture'} — animated: frames {numbers[0]} to "
-                      f"{numbers[-1]}, {seconds:g} s each, holding frame {still}; the pointer "
-                      f"pauses it")
+                      f"{numbers[-1]}, {seconds:g} s each, holding frame {still}")
     root = dict(attributes)
     root["class"] = f"{root.get('class', '')} asyncps-animation {uid}".strip()
     root["height"] = f"{float(height) + extra:g}"
@@ -221,10 +223,11 @@ def _timing_css(uid, numbers, still, seconds, hold):
 
 
 def animated_html(picture, still, caption):
-    """The HTML a widget shows without a kernel: the animated picture, and in words the still frame
-    (what shows where nothing moves) and what the picture plays."""
+    """The HTML a widget shows without a kernel: the animated picture as an <img> (picture.py:
+    what every frontend shows, trusted or not), and in words the still frame (what shows where
+    nothing moves) and what the picture plays."""
     numbers = sorted(int(n) for n in re.findall(r'<g [^>]*data-frame="(\d+)"', picture))
     plays = (f' <small>(the picture plays frames {numbers[0]} to {numbers[-1]} and holds on frame '
-             f'{still}; the pointer pauses it)</small>' if len(numbers) > 1 else "")
-    return (f'<div class="asyncps-static asyncps-animated">{picture}'
+             f'{still}; run the cell to step through it)</small>' if len(numbers) > 1 else "")
+    return (f'<div class="asyncps-static asyncps-animated">{img_html(picture)}'
             f'<p><b>frame {still}</b>: {escape(caption)}{plays}</p></div>')

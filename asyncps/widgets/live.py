@@ -27,6 +27,7 @@ import ipywidgets as widgets
 from ..core import checks
 from ..engines.live import LiveRun
 from . import render_live as rl
+from .picture import img_html
 from .playground import LR_STEP, moved      # a browser's rounding of lr is no change
 
 MAX_FPS = 10
@@ -105,14 +106,18 @@ class LiveView(widgets.VBox):
                    self._do(self.live.set_lr, change["new"]), "value")
         button = lambda: widgets.Layout(width="76px")                       # noqa: E731
         pause = widgets.ToggleButton(value=state["paused"], description="pause", icon="pause",
-                                     layout=button())
+                                     tooltip="every worker waits before its next push; "
+                                             "click again to resume", layout=button())
         pause.observe(lambda change: self._by_hand() and
                       self._do(self.live.pause if change["new"] else self.live.resume), "value")
-        stop = widgets.Button(description="stop", icon="stop", layout=button())  # "warning": 2.7:1
+        stop = widgets.Button(description="stop", icon="stop", layout=button(),  # "warning": 2.7:1
+                              tooltip="end the run: every worker stops at its next step")
         stop.on_click(lambda _: self._do(self.live.stop))
         victim = widgets.Dropdown(options=[(f"worker {k}", k) for k in range(len(slow))], value=0,
+                                  tooltip="the worker that kill stops",
                                   layout=widgets.Layout(width="104px"))
         kill = widgets.Button(description="kill", icon="times", button_style="danger",
+                              tooltip="the chosen worker stops for good, as if its process died",
                               layout=button())
         kill.on_click(lambda _: self._do(self.live.kill, victim.value))
         return {"slowdown": slow, "lr": lr, "pause": pause, "stop": stop, "worker": victim,
@@ -237,3 +242,13 @@ class LiveView(widgets.VBox):
     def __repr__(self):
         status = self.ended or ("running" if self.live.running else "ending")
         return f"LiveView({status}, {self.redraws} redraws, fps<={self.fps:g})"
+
+    def _repr_mimebundle_(self, **kwargs):
+        """The widget, and where it cannot run (a notebook opened without a kernel) the picture it
+        showed when the cell ran, as an <img> (picture.py) with a line saying so."""
+        bundle = super()._repr_mimebundle_(**kwargs) or {}
+        bundle["text/html"] = (f'<div class="asyncps-static asyncps-live-static">'
+                               f'{img_html(self.picture.value)}<p>a live run, as it was when the '
+                               f'cell ran; run the cell to watch it and change it</p></div>')
+        bundle["image/svg+xml"] = self.picture.value
+        return bundle

@@ -19,7 +19,8 @@ from ..engines.compare import compare
 from ..problems.base import Problem
 from ..problems.synthetic import LeastSquares, Logistic, Quadratic
 from . import render_charts as rc
-from .summary import stack_svg, text_style
+from .picture import img_html, stack_svg
+from .summary import text_style
 from .svg import INKS
 from .timeline import Timeline
 
@@ -33,6 +34,8 @@ def wrapping():
 
 
 LR_STEP = 0.05        # the lr slider's step, in powers of ten
+BATCHES = (None, 8, 32, 128)     # batch_size: None is the whole shard
+WHOLE_SHARD = 0       # the batch dropdown's value for None: a None value shows a blank dropdown
 
 
 def lr_grid_start(lr):
@@ -63,9 +66,8 @@ class Playground(widgets.VBox):
         jitter = checks.real("jitter", jitter, minimum=0.0, below=2.0 + 1e-9)
         comm_delay = checks.real("comm_delay", comm_delay, minimum=0.0, below=2.0 + 1e-9)
         momentum = checks.real("momentum", momentum, minimum=0.0, below=0.95 + 1e-9)
-        batches = (None, 8, 32, 128)
-        if batch_size not in batches:
-            raise checks.bad("batch_size", batch_size, f"one of {batches}")
+        if batch_size not in BATCHES:
+            raise checks.bad("batch_size", batch_size, f"one of {BATCHES}")
         self.steps = checks.integer("steps", steps, minimum=1, maximum=5000)
         workers = checks.integer("workers", workers, minimum=1, maximum=16)
         policy = checks.choice("policy", policy, POLICIES)
@@ -102,8 +104,9 @@ class Playground(widgets.VBox):
                                               description="comm delay", style=style, layout=wide),
             "momentum": widgets.FloatSlider(value=momentum, min=0.0, max=0.95, step=0.05,
                                             description="momentum", style=style, layout=wide),
-            "batch_size": widgets.Dropdown(options=[("whole shard", None), ("8", 8), ("32", 32),
-                                                    ("128", 128)], value=batch_size,
+            "batch_size": widgets.Dropdown(options=[("whole shard", WHOLE_SHARD), ("8", 8), ("32", 32),
+                                                    ("128", 128)],
+                                           value=WHOLE_SHARD if batch_size is None else batch_size,
                                            description="batch", style=style),
             "problem": widgets.Dropdown(options=list(self.problems), value=next(iter(self.problems)),
                                         description="problem", style=style),
@@ -131,7 +134,10 @@ class Playground(widgets.VBox):
         self.update()
 
     def settings(self):
-        return {name: control.value for name, control in self.controls.items()}
+        """What the controls are set to, as `compare`'s arguments (batch_size None: whole shard)."""
+        values = {name: control.value for name, control in self.controls.items()}
+        batch = values["batch_size"]
+        return {**values, "batch_size": None if batch == WHOLE_SHARD else batch}
 
     def update(self):
         try:
@@ -170,7 +176,7 @@ class Playground(widgets.VBox):
         bundle = super()._repr_mimebundle_(**kwargs) or {}
         static = (self.timeline._repr_mimebundle_()["text/html"] if self.timeline else "")
         bundle["text/html"] = (f'<div class="asyncps-static">{static}<div style="{CHART_ROW}">'
-                               f'{self.losses.value}{self.by_time.value}{self.histogram.value}'
+                               f'{"".join(img_html(c) for c in self._charts() if c)}'
                                f'</div></div>')
         bundle["image/svg+xml"] = self.static_svg()              # for PDF and plain renderers
         return bundle
@@ -178,5 +184,8 @@ class Playground(widgets.VBox):
     def static_svg(self):
         """What the static HTML shows, as one SVG: the timeline's frame above the three charts."""
         timeline = ([self.timeline._repr_mimebundle_()["image/svg+xml"]] if self.timeline else [])
-        return stack_svg([timeline, [self.losses.value, self.by_time.value, self.histogram.value]])
+        return stack_svg([timeline, self._charts()])
+
+    def _charts(self):
+        return [self.losses.value, self.by_time.value, self.histogram.value]
 

@@ -16,7 +16,7 @@ import numpy as np
 from ..core.trace import Trace
 from . import render_charts as rc
 from . import render_timeline as rt
-from .summary import stack_svg
+from .picture import stack_svg
 from .svg import MUTED, svg, text
 
 POINTS = 400          # at most this many points per curve, whatever the number of versions

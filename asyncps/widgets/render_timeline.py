@@ -13,6 +13,7 @@ from html import escape
 
 import numpy as np
 
+from .picture import img_html
 from .svg import BG, COLORS, INKS, MUTED, ON_COMPUTE, TEXT, line, nice_ticks, rect, svg, text, tick_label
 
 LANE, GAP, LEFT, TOP, RIGHT, AXIS = 26, 8, 78, 22, 14, 26
@@ -242,5 +243,5 @@ def static_html(model, frame=None, width=720):
     if frame is None:
         stale = model.first_stale_push()
         frame = stale if stale is not None else model.frames // 2
-    return (f'<div class="asyncps-static">{timeline_svg(model, frame, width)}'
+    return (f'<div class="asyncps-static">{img_html(timeline_svg(model, frame, width))}'
             f'<p><b>frame {frame}</b>: {escape(caption(model, frame))}</p></div>')

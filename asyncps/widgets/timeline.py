@@ -15,7 +15,7 @@ import ipywidgets as widgets
 
 from ..core import checks
 from ..core.run import as_trace
-from . import animate
+from . import animate, icon_names
 from . import render_timeline as rt
 
 
@@ -29,14 +29,17 @@ class Timeline(widgets.VBox):
         frame = _checked_frame(self.model, frame)
         last = self.model.frames - 1
         self._quiet = False                  # True while set_run changes the controls
-        self.play = widgets.Play(value=frame, min=0, max=last, step=1, interval=interval,
-                                 description="Play", show_repeat=False)
+        self.play = icon_names.play("play or pause the frames; stop goes back to the first frame",
+                                    value=frame, min=0, max=last, step=1, interval=interval,
+                                    show_repeat=False)
         self.slider = widgets.IntSlider(value=frame, min=0, max=last, description="frame",
                                         continuous_update=True,
                                         layout=widgets.Layout(width="360px", max_width="100%"))
         self.link = widgets.jslink((self.play, "value"), (self.slider, "value"))
-        self.back = widgets.Button(description="◀ step", layout=widgets.Layout(width="72px"))
-        self.forward = widgets.Button(description="step ▶", layout=widgets.Layout(width="72px"))
+        self.back = widgets.Button(description="◀ step", tooltip="one frame back",
+                                   layout=widgets.Layout(width="72px"))
+        self.forward = widgets.Button(description="step ▶", tooltip="one frame forward",
+                                      layout=widgets.Layout(width="72px"))
         self.speed = widgets.IntSlider(value=max(1, min(10, round(3000 / interval))), min=1, max=10,
                                        description="speed", layout=widgets.Layout(width="220px"))
         self.view = widgets.HTML()
@@ -46,7 +49,8 @@ class Timeline(widgets.VBox):
         self.speed.observe(lambda change: setattr(self.play, "interval", int(3000 / change["new"])),
                            "value")
         self.slider.observe(lambda change: self._quiet or self.draw(change["new"]), "value")
-        controls = widgets.HBox([self.play, self.back, self.forward, self.slider, self.speed],
+        controls = widgets.HBox([self.play, self.back, self.forward, self.slider, self.speed,
+                                 icon_names.named_icons()],
                                 layout=widgets.Layout(flex_flow="row wrap"))   # narrow: two rows
         super().__init__([controls, self.view, self.caption])
         self.add_class("asyncps-timeline-widget")

@@ -51,19 +51,19 @@ for push in run.trace.pushes[:4]:
 # ## The map of the lecture
 # | notebook | the question it answers |
 # |---|---|
-# | `01-synchronous-ps` | what is a parameter server; what does the barrier cost? |
-# | `02-asynchronous-ps` | what happens without the barrier: v0, v1 and the stale push |
-# | `03a-similar-gradients` | claim A: are the workers' gradients similar? (split, batch size, phase) |
-# | `03b-more-iterations` | claim B: more compute, more iterations — each policy at its best lr |
-# | `03c-staleness-and-the-lr` | why staleness needs a smaller lr; the staleness-aware lr and its bias |
-# | `04-stale-synchronous-parallel` | SSP: between sync and async |
-# | `05-local-updates` | why can't a worker just update its own copy? |
-# | `06-threads-processes-gpus` | the same algorithms on real threads and processes |
-# | `07-several-machines` | torch.distributed: one server, workers on several machines |
-# | `08a-digits-race` | the race rerun on a real CNN and real digits, over 10 seeds and on processes |
-# | `08b-digits-beyond-the-race` | where that race stops holding; claim A measured on the same digits |
-# | `09-bias-momentum-allreduce` | where asynchrony costs: non-IID bias, implicit momentum, all-reduce |
-# | `playground` | every knob on one screen (`make demo` serves it in Voila) |
+# | [`01-synchronous-ps`](01-synchronous-ps.ipynb) | what is a parameter server; what does the barrier cost? |
+# | [`02-asynchronous-ps`](02-asynchronous-ps.ipynb) | what happens without the barrier: v0, v1 and the stale push |
+# | [`03a-similar-gradients`](03a-similar-gradients.ipynb) | claim A: are the workers' gradients similar? (split, batch size, phase) |
+# | [`03b-more-iterations`](03b-more-iterations.ipynb) | claim B: more compute, more iterations — each policy at its best lr |
+# | [`03c-staleness-and-the-lr`](03c-staleness-and-the-lr.ipynb) | why staleness needs a smaller lr; the staleness-aware lr and its bias |
+# | [`04-stale-synchronous-parallel`](04-stale-synchronous-parallel.ipynb) | SSP: between sync and async |
+# | [`05-local-updates`](05-local-updates.ipynb) | why can't a worker just update its own copy? |
+# | [`06-threads-processes-gpus`](06-threads-processes-gpus.ipynb) | the same algorithms on real threads and processes |
+# | [`07-several-machines`](07-several-machines.ipynb) | torch.distributed: one server, workers on several machines |
+# | [`08a-digits-race`](08a-digits-race.ipynb) | the race rerun on a real CNN and real digits, over 10 seeds and on processes |
+# | [`08b-digits-beyond-the-race`](08b-digits-beyond-the-race.ipynb) | where that race stops holding; claim A measured on the same digits |
+# | [`09-bias-momentum-allreduce`](09-bias-momentum-allreduce.ipynb) | where asynchrony costs: non-IID bias, implicit momentum, all-reduce |
+# | [`playground`](playground.ipynb) | every knob on one screen (`make demo` serves it in Voila) |
 
 # %% [markdown] slide
 # ## Check your understanding

@@ -155,14 +155,11 @@ for slowdown in (1, 2, 4, 8):
 # … then the same function with a slider (move it; the printout follows).
 
 # %%
-import ipywidgets as widgets
+def others_wait(slowdown=4.0):
+    return f"the others wait {barrier_cost(slowdown):.0%}"
 
-slowdown = widgets.FloatSlider(value=4, min=1, max=10, step=0.5, description="slowdown")
-answer = widgets.HTML()
-slowdown.observe(lambda _: setattr(answer, "value", f"the others wait {barrier_cost(slowdown.value):.0%}"),
-                 "value")
-answer.value = f"the others wait {barrier_cost(slowdown.value):.0%}"
-widgets.HBox([slowdown, answer])
+
+aps.widgets.interactive(others_wait, slowdown=(1.0, 10.0, 0.5))
 
 # %% [markdown] slide
 # ## Check your understanding

@@ -144,10 +144,8 @@ for workers in (2, 4, 8):
 # the others have pushed many times.
 
 # %%
-from IPython.display import HTML
-
 slow = aps.simulate(problem, workers=4, policy="async", lr=0.02, steps=400, compute_times=[1, 1, 1, 4])
-HTML(aps.widgets.histogram_svg(slow.trace.staleness_histogram()))
+aps.widgets.Picture(aps.widgets.histogram_svg(slow.trace.staleness_histogram()))
 
 # %%
 by_worker = {w: [p.staleness for p in slow.trace.pushes if p.worker == w] for w in range(4)}
@@ -168,13 +166,10 @@ display(Markdown(
 # A plain function first …
 
 # %%
-import ipywidgets as widgets
-
-
-def staleness_of(workers):
+def staleness_of(workers=4):
     r = aps.simulate(problem, workers=workers, policy="async", lr=0.01, steps=200)
-    return HTML(aps.widgets.histogram_svg(r.trace.staleness_histogram(),
-                                          title=f"{workers} workers: staleness of each push"))
+    return aps.widgets.Picture(aps.widgets.histogram_svg(r.trace.staleness_histogram(),
+                                                         title=f"{workers} workers: staleness of each push"))
 
 
 staleness_of(4)
@@ -183,10 +178,7 @@ staleness_of(4)
 # … then the same function behind a slider.
 
 # %%
-workers = widgets.IntSlider(value=4, min=1, max=16, description="workers")
-picture = widgets.HTML(staleness_of(4).data)
-workers.observe(lambda _: setattr(picture, "value", staleness_of(workers.value).data), "value")
-widgets.VBox([workers, picture])
+aps.widgets.interactive(staleness_of, workers=(1, 16))
 
 # %% [markdown] slide
 # ## Check your understanding

@@ -28,7 +28,7 @@
 import math
 
 import numpy as np
-from IPython.display import HTML, Markdown, display
+from IPython.display import Markdown, display
 
 import asyncps as aps
 
@@ -136,7 +136,7 @@ display(Markdown(
 # %%
 sync = race["straggler", "sync", best["straggler", "sync"]][0]
 async_ = race["straggler", "async", best["straggler", "async"]][0]
-display(HTML(aps.widgets.loss_curves({"sync": sync, "async": async_}, by="time")))
+display(aps.widgets.Picture(aps.widgets.loss_curves({"sync": sync, "async": async_}, by="time")))
 
 # %% [markdown] fragment
 # The sweep also shows what staleness costs: async stops reaching the target at a smaller lr than

@@ -16,7 +16,7 @@
 import math
 
 import numpy as np
-from IPython.display import HTML, Markdown, display
+from IPython.display import Markdown, display
 
 import asyncps as aps
 
@@ -30,7 +30,7 @@ import asyncps as aps
 quad = aps.problems.Quadratic(curvature=[1.0], x0=[1.0])
 run = aps.simulate(quad, workers=4, policy="async", lr=0.3, steps=400)
 print("staleness histogram (count of pushes stale by 0, 1, 2, 3):", run.trace.staleness_histogram().tolist())
-display(HTML(aps.widgets.histogram_svg(run.trace.staleness_histogram())))
+display(aps.widgets.Picture(aps.widgets.histogram_svg(run.trace.staleness_histogram())))
 
 # %% [markdown]
 # ## Watch it with three workers

@@ -41,7 +41,7 @@
 # %%
 import asyncps as aps
 import numpy as np
-from IPython.display import HTML, Markdown, display
+from IPython.display import Markdown, display
 
 problem = aps.problems.LeastSquares(n=512, dim=10, seed=0)
 STRAGGLER = [1, 1, 1, 4]
@@ -105,10 +105,10 @@ for label, r in straggler_runs.items():
 # Side by side, s = 1 and async:
 
 # %%
-HTML(aps.widgets.histogram_svg(straggler_runs["ssp s=1"].trace.staleness_histogram(),
-                               title="ssp s=1: staleness of each push")
-     + aps.widgets.histogram_svg(straggler_runs["async"].trace.staleness_histogram(),
-                                 title="async: staleness of each push"))
+aps.widgets.Picture(aps.widgets.histogram_svg(straggler_runs["ssp s=1"].trace.staleness_histogram(),
+                                              title="ssp s=1: staleness of each push"),
+                    aps.widgets.histogram_svg(straggler_runs["async"].trace.staleness_histogram(),
+                                              title="async: staleness of each push"))
 
 # %% [markdown] slide
 # ## Two bounds on staleness
@@ -403,7 +403,7 @@ for label, r in curves.items():
           f"final loss {r.losses[-1]:.4f}")
 
 # %%
-HTML(aps.widgets.loss_curves(curves, by="version") + aps.widgets.loss_curves(curves, by="time"))
+aps.widgets.Picture(aps.widgets.loss_curves(curves, by="version"), aps.widgets.loss_curves(curves, by="time"))
 
 # %% [markdown] fragment
 # The ssp and async curves jump *up* now and then. Is every jump a stale gradient landing? Count the
@@ -452,7 +452,7 @@ for label in ("ssp", "async"):
 # A plain function first: one SSP run with random compute times at lr = 0.3 …
 
 # %%
-def ssp_summary(s, lr=0.3):
+def ssp_summary(s=1, lr=0.3):
     r = aps.simulate(problem, workers=4, policy="ssp", max_clocks_ahead=s, lr=lr, steps=200, jitter=1.0)
     rate = len(r.trace.pushes) / r.trace.duration
     return (f"s={s}: {rate:.2f} gradients/time, max staleness "
@@ -464,16 +464,12 @@ print(ssp_summary(1))
 # … then with a slider (move it; the line follows).
 
 # %%
-import ipywidgets as widgets
-
-threshold = widgets.IntSlider(value=1, min=0, max=16, description="threshold s")
-answer = widgets.HTML(ssp_summary(threshold.value))
-threshold.observe(lambda _: setattr(answer, "value", ssp_summary(threshold.value)), "value")
-widgets.VBox([threshold, answer])
+slider = aps.widgets.interactive(ssp_summary, s=(0, 16))
+slider
 
 # %%
-threshold.value = 4
-print(answer.value)
+slider.controls["s"].value = 4          # as if you moved it: the line follows
+print(slider.result)
 
 # %% [markdown] fragment
 # The Playground (`playground.ipynb`) has the same threshold as a slider ("SSP: clocks ahead"),

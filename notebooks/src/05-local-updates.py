@@ -328,7 +328,7 @@ display(Markdown(
 # A plain function first: sorted shards, messages cost 1 time unit …
 
 # %%
-def interval_summary(push_every):
+def interval_summary(push_every=5):
     run = periodic(push_every, "sorted", gradients=400, comm_delay=1.0)
     t = run.time_to_reach(0.50)
     return (f"push_every={push_every}: {len(run.trace.pushes)} pushes, final loss {run.losses[-1]:.4f}, "
@@ -340,16 +340,12 @@ print(interval_summary(5))
 # … then with a slider (move it; the line follows).
 
 # %%
-import ipywidgets as widgets
-
-interval = widgets.IntSlider(value=5, min=1, max=25, description="push every")
-answer = widgets.HTML(interval_summary(interval.value))
-interval.observe(lambda _: setattr(answer, "value", interval_summary(interval.value)), "value")
-widgets.VBox([interval, answer])
+slider = aps.widgets.interactive(interval_summary, push_every=(1, 25))
+slider
 
 # %%
-interval.value = 8
-print(answer.value)
+slider.controls["push_every"].value = 8     # as if you moved it: the line follows
+print(slider.result)
 
 # %% [markdown] slide
 # ## Check your understanding

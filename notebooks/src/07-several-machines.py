@@ -23,7 +23,6 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from IPython.display import HTML
 
 import asyncps as aps
 
@@ -37,8 +36,8 @@ print("staleness histogram:", world.trace.staleness_histogram().tolist())
 print("pushes per worker:  ", world.trace.pushes_per_worker().tolist())
 assert aps.violations(world.trace) == []
 assert {p.worker for p in world.trace.pushes if p.staleness > 0} == {0, 1}    # both push stale
-HTML(aps.widgets.histogram_svg(world.trace.staleness_histogram(),
-                               title="rpc world: staleness of each push"))
+aps.widgets.Picture(aps.widgets.histogram_svg(world.trace.staleness_histogram(),
+                                              title="rpc world: staleness of each push"))
 
 # %% [markdown] fragment
 # With two workers, a push is stale by the number of times the *other* worker pushed between this

@@ -23,7 +23,7 @@
 import math
 
 import numpy as np
-from IPython.display import HTML, display
+from IPython.display import display
 
 import asyncps as aps
 
@@ -192,7 +192,7 @@ print("ssp, seed 0: pushes per worker", runs["ssp"][0].trace.pushes_per_worker()
 
 # %%
 seed0 = {policy: runs[policy][0] for policy in PLAN}
-display(HTML(aps.widgets.loss_curves(seed0, by="time", of="accuracy")))
+display(aps.widgets.Picture(aps.widgets.loss_curves(seed0, by="time", of="accuracy")))
 
 # %% [markdown] slide
 # ## The same race on real processes
@@ -219,7 +219,7 @@ for policy, run in real.items():
           f"pushes per worker {run.trace.pushes_per_worker().tolist()}")
     assert aps.violations(run.trace) == [] and run.trace.meta["clock"] == "wall"
     assert top > 0.8, f"{policy} never got past 0.8 test accuracy: {top:.3f}"
-display(HTML(aps.widgets.loss_curves(real, by="time", of="accuracy")))
+display(aps.widgets.Picture(aps.widgets.loss_curves(real, by="time", of="accuracy")))
 
 # %% [markdown] fragment
 # One real run per policy is an illustration, not a measurement: to rank the policies on real

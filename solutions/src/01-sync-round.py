@@ -6,7 +6,7 @@
 # **average** once: one round, one new version. You will write that rule; the real server will run
 # it.
 #
-# Lecture notebook: `notebooks/01-synchronous-ps.ipynb`.
+# Lecture notebook: [01 · The synchronous parameter server](../notebooks/01-synchronous-ps.ipynb).
 
 # %%
 import numpy as np

@@ -6,8 +6,8 @@
 # server's half of that: **apply the gradient to the current parameters** and **record how stale
 # it is**. Then the real server runs your function, and you watch it in the Timeline.
 #
-# Lecture notebook: `notebooks/02-asynchronous-ps.ipynb`. Run every cell from the top; a cell that
-# says `NotImplementedError` is waiting for your code.
+# Lecture notebook: [02 · The asynchronous parameter server](../notebooks/02-asynchronous-ps.ipynb).
+# Run every cell from the top; a cell that says `NotImplementedError` is waiting for your code.
 
 # %%
 import numpy as np

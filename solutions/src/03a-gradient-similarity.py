@@ -13,9 +13,9 @@
 # shards — and say where the numbers support it. The two claims are not alternatives: B (more
 # iterations, sooner) can hold with IID data too, and it is measured on its own at the end.
 #
-# Lecture notebooks: `notebooks/03a-similar-gradients.ipynb` (claim A) and
-# `notebooks/03b-more-iterations.ipynb` (claim B). Run every cell from the top; a cell that says
-# `NotImplementedError` is waiting for your code.
+# Lecture notebooks: [03a · Claim A: similar gradients](../notebooks/03a-similar-gradients.ipynb)
+# and [03b · Claim B: more iterations, less time](../notebooks/03b-more-iterations.ipynb). Run
+# every cell from the top; a cell that says `NotImplementedError` is waiting for your code.
 
 # %%
 import numpy as np

@@ -7,8 +7,9 @@
 # it into the real server, and then measure on the delayed quadratic at which lr async with N
 # workers stops converging — with a constant lr, with your staleness-aware lr, and against sync.
 #
-# Lecture notebook: `notebooks/03c-staleness-and-the-lr.ipynb`. Run every cell from the top; a
-# cell that says `NotImplementedError` is waiting for your code.
+# Lecture notebook: [03c · Why staleness needs a smaller
+# lr](../notebooks/03c-staleness-and-the-lr.ipynb). Run every cell from the top; a cell that says
+# `NotImplementedError` is waiting for your code.
 
 # %%
 import math

@@ -8,8 +8,9 @@
 # and watch the real server run it, measure how far ahead a worker starts, predict how stale SSP
 # lets a push get, and choose a threshold that meets a deadline and a staleness limit.
 #
-# Lecture notebook: `notebooks/04-stale-synchronous-parallel.ipynb`. Run every cell from the top;
-# a cell that says `NotImplementedError` is waiting for your code.
+# Lecture notebook: [04 · Stale Synchronous Parallel
+# (SSP)](../notebooks/04-stale-synchronous-parallel.ipynb). Run every cell from the top; a cell that
+# says `NotImplementedError` is waiting for your code.
 
 # %%
 import math

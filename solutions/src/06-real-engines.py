@@ -6,8 +6,9 @@
 # async over sync — predict how stale a straggler's pushes are, check all of it against real runs on
 # this machine, and finally write your own push rule that removes the bias a straggler causes.
 #
-# Lecture notebook: `notebooks/06-threads-processes-gpus.ipynb`. Run every cell from the top; a cell
-# that says `NotImplementedError` is waiting for your code.
+# Lecture notebook: [06 · Threads, processes and
+# GPUs](../notebooks/06-threads-processes-gpus.ipynb). Run every cell from the top; a cell that says
+# `NotImplementedError` is waiting for your code.
 
 # %%
 import numpy as np

@@ -6,8 +6,8 @@
 # your prediction against the simulator, and measure what a push costs on the real engines — an
 # rpc world of three processes on this machine included.
 #
-# Lecture notebook: `notebooks/07-several-machines.ipynb`. Run every cell from the top; a cell
-# that says `NotImplementedError` is waiting for your code.
+# Lecture notebook: [07 · Several machines](../notebooks/07-several-machines.ipynb). Run every cell
+# from the top; a cell that says `NotImplementedError` is waiting for your code.
 
 # %%
 import numpy as np

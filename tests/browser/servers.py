@@ -94,12 +94,15 @@ class Server:
                 self.proc.wait()
 
 
-def lab(root, work, notebook):
+def lab(root, work, notebook, extra=(), env=None):
+    """JupyterLab on `root`, opening `notebook`; `extra`: more command-line options; `env`: more
+    environment (JUPYTER_DATA_DIR, say: where it keeps the signatures that make a notebook trusted).
+    The same server serves Notebook 7 at /notebooks/PATH."""
     cmd = [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--port={port}",
            "--ServerApp.ip=127.0.0.1", "--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
            "--ServerApp.port_retries=0", "--allow-root", "--LabApp.news_url=None",
-           "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
-    return Server(cmd, work, f"/lab/tree/{notebook}", _isolated_env(work))
+           "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate", *extra]
+    return Server(cmd, work, f"/lab/tree/{notebook}", {**_isolated_env(work), **(env or {})})
 
 
 def notebook7(root, work, notebook):

@@ -69,8 +69,12 @@ def test_timeline_plays_in_jupyterlab(tmp_path, browser_page):
         caption = page.locator(".jp-OutputArea-output .asyncps-caption")
         expect(status).to_contain_text("server at v0", timeout=90_000)
         expect(page.locator("svg.asyncps-timeline text", has_text="v0").first).to_be_visible()
+        # every button says what it is: Play's icon-only buttons too (asyncps/widgets/icon_names.py)
+        for name in ("play", "stop, back to the first frame", "◀ step", "step ▶"):
+            expect(page.get_by_role("button", name=name, exact=True).first).to_be_visible()
+        assert page.locator(".widget-play").first.get_attribute("title").startswith("play or pause")
         # Play: the frames advance in the browser until the last one
-        page.locator(".widget-play button").first.click()
+        page.get_by_role("button", name="play", exact=True).first.click()
         seen, deadline = [], time.time() + 30
         last = model.frames - 1
         while time.time() < deadline:
@@ -121,27 +125,37 @@ def _notebook(tmp_path, cells, name="timeline.ipynb"):
 
 @pytest.mark.timeout(240)
 def test_timeline_plays_in_notebook_7(tmp_path, browser_page):
+    """Under load this once failed with NameError: name 'aps' is not defined: the timeline's cell
+    ran in a kernel where the import cell had not. The test used to click Run All before the
+    kernel was connected and, on a retry, click "Select" in a late "Select Kernel" dialog, which
+    changes the kernel: the import could run in one kernel and the cells after it in another.
+    Now: one cell (nothing can run without its import), Run All only once the kernel reads idle,
+    and an error in the cell fails at once, saying what it was."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
     from playwright.sync_api import expect
 
     page = browser_page
     model = expected_model()
-    server = notebook7(_notebook(tmp_path, CELLS), tmp_path, "timeline.ipynb")
+    server = notebook7(_notebook(tmp_path, ["\n".join(CELLS)]), tmp_path, "timeline.ipynb")
     try:
         page.goto(server.url)
         status = page.locator(".jp-OutputArea-output svg.asyncps-timeline text.aps-status")
+        idle = page.locator('.jp-Notebook-ExecutionIndicator[data-status="idle"]')
+        error = page.locator('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]')
         for _ in range(3):          # a Run All taken before the kernel is attached does nothing
             expect(page.locator(".jp-Notebook")).to_be_visible(timeout=90_000)
             select = page.locator(".jp-Dialog button", has_text="Select")
             if select.count():      # "Select Kernel", asked when the session came up late
                 select.first.click()
+            expect(idle).to_be_attached(timeout=90_000)
+            page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+            page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
             try:
-                page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
-                page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
-                expect(status).to_contain_text("server at v0", timeout=30_000)
+                expect(status.or_(error)).to_be_attached(timeout=30_000)
                 break
             except (AssertionError, PlaywrightTimeout):
                 continue
+        assert not error.count(), error.first.text_content()
         expect(status).to_contain_text("server at v0")
         page.locator(".widget-play button").first.click()
         last = f"server at v{model.version_at(model.frames - 1)}"
