@@ -16,7 +16,7 @@ again (those with outputs: trust is about outputs). Per notebook and frontend, t
 - no inline <svg> in any output, none of the pictures' titles as loose text (what a stripped SVG
   leaves behind), no widget error, no widget repr ("VBox(children=…"), no "Loading widget".
 Screenshots of each notebook's first screen, and of the cell of its first picture (-picture.png):
-build/browser/first-sight/FRONTEND-TRUST/FOLDER-NAME.png. docs/first-sight-*.png are copies.
+build/browser/first-sight/{lab,notebook7}-TRUST/FOLDER-NAME.png. docs/first-sight-*.png are copies.
 """
 import json
 import re
@@ -173,46 +173,56 @@ def look(page, path, shot):
     return problems
 
 
-def _lab_pass(browser, server, trust):
-    page = browser.new_page(viewport={"width": 1280, "height": 1000})
-    page.set_default_timeout(60_000)
-    problems = {}
-    try:
+class Lab:
+    """JupyterLab, loaded once: each notebook opened as a tab, then closed (its kernel ends)."""
+
+    def __init__(self, page, server):
+        self.page = page
         page.goto(f"http://127.0.0.1:{server.port}/lab?reset&token={server.token}")   # no tab open
         page.wait_for_function("() => window.jupyterapp && window.jupyterapp.shell", timeout=90_000)
         page.evaluate("async () => { await window.jupyterapp.restored; }")
-        for path in COURSE if trust == "untrusted" else TRUSTED:
-            page.evaluate("async p => { await window.jupyterapp.commands.execute('docmanager:open', {path: p}); }", path)
-            page.wait_for_function("p => window.jupyterapp.shell.currentWidget?.context?.path === p", arg=path)
-            page.locator(f"{PANEL} .jp-Notebook").first.wait_for(timeout=60_000)
-            time.sleep(0.3)
-            name = Path(path).stem
-            found = look(page, path, ARTIFACTS / f"lab-{trust}" / f"{Path(path).parent.name}-{name}.png")
-            if found:
-                problems[path] = found
-            page.evaluate("() => window.jupyterapp.commands.execute('application:close-all')")
-    finally:
+
+    def open(self, server, path):
+        self.page.evaluate("async p => { await window.jupyterapp.commands.execute("
+                           "'docmanager:open', {path: p}); }", path)
+        self.page.wait_for_function("p => window.jupyterapp.shell.currentWidget?.context?.path === p",
+                                    arg=path)
+
+    def close(self, server):
+        self.page.evaluate("() => window.jupyterapp.commands.execute('application:close-all')")
+
+
+class Notebook7:
+    """Notebook 7: a page per notebook; a page left keeps its kernel, so it is shut down."""
+
+    def __init__(self, page, server):
+        self.page = page
+
+    def open(self, server, path):
+        self.page.goto(f"http://127.0.0.1:{server.port}/notebooks/{path}?token={server.token}")
+
+    def close(self, server):
+        self.page.goto("about:blank")
         shut_down_kernels(server)
-        page.close()
-    return problems
 
 
-def _notebook7_pass(browser, server, trust):
+def _pass(browser, server, frontend, trust):
+    """{notebook: problems} of every notebook opened in `frontend` (Lab or Notebook7)."""
     page = browser.new_page(viewport={"width": 1280, "height": 1000})
     page.set_default_timeout(60_000)
-    problems = {}
+    problems, folder = {}, ARTIFACTS / f"{frontend.__name__.lower()}-{trust}"
     try:
+        shown = frontend(page, server)
         for path in COURSE if trust == "untrusted" else TRUSTED:
-            page.goto(f"http://127.0.0.1:{server.port}/notebooks/{path}?token={server.token}")
-            page.locator(".jp-Notebook").first.wait_for(timeout=90_000)
+            shown.open(server, path)
+            page.locator(f"{PANEL} .jp-Notebook").first.wait_for(timeout=90_000)
             time.sleep(0.3)
-            name = Path(path).stem
-            found = look(page, path, ARTIFACTS / f"notebook7-{trust}" / f"{Path(path).parent.name}-{name}.png")
+            found = look(page, path, folder / f"{Path(path).parent.name}-{Path(path).stem}.png")
             if found:
                 problems[path] = found
-            page.goto("about:blank")
-            shut_down_kernels(server)
+            shown.close(server)
     finally:
+        shut_down_kernels(server)
         page.close()
     return problems
 
@@ -224,13 +234,13 @@ def test_every_notebook_shows_its_pictures_untrusted_then_trusted(course):
     server, root, data, browser = course
     shutil.rmtree(ARTIFACTS, ignore_errors=True)
     assert all(trusted_cells(server, p) <= {False} for p in COURSE), "a notebook is trusted already"
-    problems = {"lab-untrusted": _lab_pass(browser, server, "untrusted"),
-                "notebook7-untrusted": _notebook7_pass(browser, server, "untrusted")}
+    problems = {f"{frontend.__name__} untrusted": _pass(browser, server, frontend, "untrusted")
+                for frontend in (Lab, Notebook7)}
     notary = NotebookNotary(data_dir=str(data))
     for path in TRUSTED:
         notary.sign(nbformat.read(root / path, 4))
     assert all(trusted_cells(server, p) == {True} for p in TRUSTED), "signing made nothing trusted"
-    problems["lab-trusted"] = _lab_pass(browser, server, "trusted")
-    problems["notebook7-trusted"] = _notebook7_pass(browser, server, "trusted")
+    for frontend in (Lab, Notebook7):
+        problems[f"{frontend.__name__} trusted"] = _pass(browser, server, frontend, "trusted")
     problems = {k: v for k, v in problems.items() if v}
     assert not problems, json.dumps(problems, indent=1)[:6000]
