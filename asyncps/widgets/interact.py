@@ -19,7 +19,7 @@ from html import escape
 import ipywidgets as widgets
 
 from ..core import checks
-from .picture import img_html
+from .picture import img_html, pictures_as_images
 from .svg import COLORS, MUTED, TEXT, circle, line, rect, svg, text
 
 WIDTH, HEIGHT = 420, 28          # one control's picture, px
@@ -38,28 +38,7 @@ def result_html(result):
         html = result._repr_html_()
     if html is None:
         return f'<pre class="asyncps-result">{escape(repr(result))}</pre>'
-    return _pictures_as_images(html)
-
-
-def _pictures_as_images(html):
-    """`html` whose top-level <svg>…</svg> are <img>s (an untrusted notebook drops inline SVG)."""
-    out, at = [], 0
-    while (start := html.find("<svg", at)) >= 0:
-        depth, end = 0, start
-        while True:                                     # the matching </svg>, nested ones skipped
-            opening, closing = html.find("<svg", end + 1), html.find("</svg>", end + 1)
-            if closing < 0:
-                return "".join(out) + html[at:]
-            if 0 <= opening < closing:
-                depth, end = depth + 1, opening
-            elif depth:
-                depth, end = depth - 1, closing
-            else:
-                end = closing + len("</svg>")
-                break
-        out += [html[at:start], img_html(html[start:end])]
-        at = end
-    return "".join(out) + html[at:]
+    return pictures_as_images(html)
 
 
 def control_svg(control):
@@ -85,9 +64,9 @@ def control_svg(control):
 
 
 def _readout(slider):
-    spec = getattr(slider, "readout_format", "")
+    """The value as the slider's readout shows it (its readout_format: ".2f", "d")."""
     try:
-        return format(slider.value, spec.lstrip(".") and spec or "g")
+        return format(slider.value, slider.readout_format or "g")
     except ValueError:
         return f"{slider.value:g}"
 

@@ -9,7 +9,8 @@ src is a data: URI. So each picture of the package goes into text/html as
 
     <img src="data:image/svg+xml,…" alt="what it shows" width="…">
 
-which JupyterLab, Notebook 7, VS Code, nbviewer and nbconvert's HTML all show, trusted or not.
+which JupyterLab and Notebook 7 show, trusted or not, and so does nbconvert's HTML (nbviewer)
+(tests/browser/test_first_sight.py, tests/test_first_sight_files.py; VS Code and GitHub unchecked).
 Inside an <img> an SVG runs its CSS animation (the Timeline plays) but sees no page CSS: its
 theme colours take their light fallbacks (svg.py), so it carries a white background of its own
 and reads as a light card on a dark theme, like a matplotlib figure.
@@ -65,9 +66,9 @@ def img_html(svg, css_class="asyncps-picture"):
 
 
 class Picture:
-    """SVG strings shown side by side as one output (class asyncps-pictures; a widget's picture
-    is class asyncps-static): <img>s in text/html (every frontend, trusted
-    or not), the pictures stacked into one image/svg+xml (PDF), their labels as text/plain."""
+    """SVG strings shown side by side as one output: <img>s in text/html (class asyncps-pictures;
+    a widget's picture is class asyncps-static), the pictures stacked into one image/svg+xml
+    (PDF), their labels as text/plain."""
 
     def __init__(self, *svgs):
         if not svgs or not all(isinstance(s, str) and _ROOT.search(s) for s in svgs):
@@ -84,6 +85,27 @@ class Picture:
                              f'gap:8px">{row}</div>',
                 "image/svg+xml": self.svgs[0] if len(self.svgs) == 1 else stack_svg([self.svgs]),
                 "text/plain": repr(self)}
+
+
+def top_level_svgs(html):
+    """The <svg>…</svg> elements of `html` that are not inside another, in order."""
+    found, depth, start = [], 0, 0
+    for tag in re.finditer(r"<svg\b|</svg>", html):
+        if tag[0] != "</svg>":
+            depth, start = depth + 1, (tag.start() if depth == 0 else start)
+        elif depth:
+            depth -= 1
+            if depth == 0:
+                found.append(html[start:tag.end()])
+    return found
+
+
+def pictures_as_images(html):
+    """`html` with each top-level inline <svg> made an <img> (an untrusted notebook drops the
+    former, keeping its words)."""
+    for svg in top_level_svgs(html):
+        html = html.replace(svg, img_html(svg), 1)
+    return html
 
 
 _IMG = re.compile(r'<img\b[^>]*?\ssrc="data:image/svg\+xml,([^"]*)"')

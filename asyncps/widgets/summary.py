@@ -3,7 +3,8 @@
 `run_html(run)`: the run's one-line summary, its loss (and accuracy, where scored) per version and
 the staleness histogram; `trace_html(trace)`: the summary and the histogram. A few KB of SVG
 (render_charts.py) in <img>s (picture.py), no widgets: they show in JupyterLab, trusted or not,
-exported HTML and on GitHub alike. The core's `_repr_html_` reaches them through asyncps/core/display.py, registered by the package.
+and in exported HTML. The core's `_repr_html_` reaches them through asyncps/core/display.py,
+registered by the package.
 """
 from html import escape
 

@@ -28,7 +28,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from asyncps.widgets.picture import label_of, svgs_in
+from asyncps.widgets.picture import label_of, svgs_in, top_level_svgs
 from servers import CHROME_ARGS, CHROMIUM, lab, require_browser
 
 pytestmark = pytest.mark.slow
@@ -58,19 +58,6 @@ MEASURE = """async () => {
   }
   return seen;
 }"""
-
-
-def top_level_svgs(html):
-    """The <svg>…</svg> elements of `html` that are not inside another."""
-    found, depth, start = [], 0, 0
-    for tag in re.finditer(r"<svg\b|</svg>", html):
-        if tag[0] != "</svg>":
-            depth, start = depth + 1, (tag.start() if depth == 0 else start)
-        elif depth:
-            depth -= 1
-            if depth == 0:
-                found.append(html[start:tag.end()])
-    return found
 
 
 def expected(path):
