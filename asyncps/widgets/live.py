@@ -28,6 +28,8 @@ from ..core import checks
 from ..engines.live import LiveRun
 from . import render_live as rl
 from .picture import img_html
+from .summary import text_style
+from .svg import INKS, TEXT
 from .playground import LR_STEP, moved      # a browser's rounding of lr is no change
 
 MAX_FPS = 10
@@ -171,8 +173,8 @@ class LiveView(widgets.VBox):
         self._drawn = None                               # the next tick redraws
 
     def _say(self, words, error=False):
-        color = "#B2182B" if error else "#222"
-        self.message.value = (f'<div class="asyncps-live-message" style="color:{color}">'
+        color = INKS["stale"] if error else TEXT                 # themed: read on light and dark
+        self.message.value = (f'<div class="asyncps-live-message" style="{text_style(color)}">'
                               f'{escape(words)}</div>' if words else "")
 
     # -- drawing -----------------------------------------------------------------------------

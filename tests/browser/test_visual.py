@@ -295,6 +295,7 @@ CHECK = r"""
     }
     for (const el of texts(area)) {
       if (!visible(el)) continue;
+      if (el.closest(':disabled')) continue;    // WCAG 1.4.3 exempts inactive controls (a run's end)
       if (!(el instanceof SVGElement) && getComputedStyle(el).overflowX !== 'visible'
           && el.scrollWidth > el.clientWidth + 1)         // a label cut short ("SSP: clocks…")
         overflow.push(`${name(el)} is cut off: ${el.scrollWidth} px of text in ${el.clientWidth} px`);
