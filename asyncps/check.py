@@ -11,7 +11,7 @@ import argparse
 import copy
 import sys
 
-from .grade import read_notebook, report, run_graded
+from .grade import _graded, read_notebook, report, run_graded
 
 
 def check(notebook, timeout=120):
@@ -20,6 +20,9 @@ def check(notebook, timeout=120):
 
     notebook, student = read_notebook(notebook)
     timeout = checks.real("timeout", timeout, positive=True)
+    if not _graded(student):
+        raise ValueError(f"{notebook} has no graded tasks to check: asyncps check runs the visible "
+                         f"tests of an assignment notebook, e.g. exercises/02-async-push.ipynb")
     return run_graded(notebook, student, copy.deepcopy(student), timeout)
 
 
@@ -33,7 +36,7 @@ def main(argv=None, prog="python -m asyncps.check"):
     try:
         results = check(args.notebook, args.timeout)
     except (FileNotFoundError, ValueError, TypeError) as err:
-        print(f"asyncps.check: {err}", file=sys.stderr)
+        print(f"{prog}: {err}", file=sys.stderr)
         return 2
     print(report(results, f"{args.notebook} (visible tests only; your grade also runs hidden tests)",
                  tool="asyncps.check"))

@@ -1,8 +1,8 @@
-"""One command line: `asyncps SUBCOMMAND ...` for what used to take several `python -m` modules.
+"""`asyncps`: parameter-server runs from a shell, and the assignment notebooks' tests.
 
     asyncps simulate --problem least-squares --workers 4 --policy async --lr 0.05 --steps 300 \\
         --compute-times 1 1 1 4 --seed 0 --out trace.json
-    asyncps simulate --config run.json --out trace.json     (keys: RunConfig's fields + "problem")
+    asyncps simulate --config run.json --out trace.json     (keys: the flags' names, and "problem")
     asyncps train --engine processes --workers 2 --steps 200 --out run.npz
     asyncps grade STUDENT.ipynb --solutions solutions/       (and check, assignments, bench, launch)
 
@@ -10,8 +10,15 @@
 RunConfig, checked by RunConfig itself) and write the trace: JSON (`Trace.from_json` reads it
 back), or with `--out NAME.npz` the whole Run (`aps.load_run`). The other subcommands hand the
 rest of the command line, unchanged, to their module's `main(argv, prog)`.
+
+A mistake is a usage error in the command line's own terms: the subcommand's usage, then one
+line naming the flag (`--max-clocks-ahead 2`, never the Python keyword `max_clocks_ahead=2`; an
+unknown flag gets the closest one), exit status 2. A run that fails once started says so in one
+line, exit status 1.
 """
 import argparse
+import ast
+import difflib
 import importlib
 import json
 import math
@@ -19,6 +26,16 @@ import re
 import sys
 from dataclasses import fields
 from pathlib import Path
+
+DESCRIPTION = """\
+Run a parameter server from a shell (workers pushing gradients to a server under
+the sync, async or SSP policy) and write its trace for the notebooks' views;
+check or grade the assignment notebooks."""
+EPILOG = """\
+start with:
+  %(prog)s simulate --workers 4 --policy ssp --compute-times 1 1 1 4 --out trace.json
+  %(prog)s check exercises/02-async-push.ipynb
+`%(prog)s COMMAND --help` lists a command's options."""
 
 # name: (module whose main(argv, prog) it runs, one-line description)
 DELEGATES = {
@@ -53,6 +70,9 @@ def make_problem(name, dim=10, samples=512, seed=0):
 
 
 # -- argument types: each error names what is allowed ---------------------------------------
+NUMBER = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
+
+
 def _count(text):
     try:
         value = int(text)
@@ -61,6 +81,13 @@ def _count(text):
     if value < 1:
         raise argparse.ArgumentTypeError(f"{text!r} is not allowed: it must be an integer >= 1")
     return value
+
+
+def _integer(text):
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not allowed: it must be an integer") from None
 
 
 def _optional_int(text):
@@ -72,49 +99,111 @@ def _optional_int(text):
         raise argparse.ArgumentTypeError(f"{text!r} is not allowed: it must be an integer or none") from None
 
 
+def _number(text):
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    if re.fullmatch(r"-?\d*,\d+", text):                      # 0,1: a decimal comma
+        raise argparse.ArgumentTypeError(f"{text!r} is not allowed: write the number with a decimal "
+                                         f"point: {text.replace(',', '.')}")
+    raise argparse.ArgumentTypeError(f"{text!r} is not allowed: it must be a number")
+
+
+def _numbers(text):
+    """One of several numbers (nargs="+"): 1,1,4 gets `separate them with spaces`."""
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    parts = [part.strip() for part in text.split(",") if part.strip()]
+    if "," in text and all(NUMBER.fullmatch(part) for part in parts):
+        raise argparse.ArgumentTypeError(f"{text!r} is not allowed: separate the numbers with spaces, "
+                                         f"not commas: {' '.join(parts)}")
+    raise argparse.ArgumentTypeError(f"{text!r} is not allowed: it must be a number")
+
+
+def _choice(allowed, hints=None):
+    """An argparse type for `choices=allowed`: a wrong value names the allowed ones and the closest."""
+    def choose(text):
+        if text in allowed:
+            return text
+        same = [a for a in allowed if a.lower() == text.lower().replace("-", "_")]
+        close = same or difflib.get_close_matches(text.lower(), allowed, n=1, cutoff=0.6)
+        hint = (hints or {}).get(text.lower()) or (f"did you mean {close[0]!r}?" if close else "")
+        raise argparse.ArgumentTypeError(f"invalid choice: {text!r} (choose from "
+                                         f"{', '.join(map(repr, allowed))})" + (f"; {hint}" if hint else ""))
+    return choose
+
+
+POLICY_HINTS = {"hogwild": "lock-free (Hogwild-style) updates are the train command's "
+                           "--policy async --no-lock",
+                "bsp": "did you mean 'sync' (bulk-synchronous)?",
+                "asp": "did you mean 'async'?", "asynchronous": "did you mean 'async'?",
+                "synchronous": "did you mean 'sync'?"}
+ENGINE_HINTS = {"gpu": "to compute on a GPU, keep the engine and add --device cuda",
+                "cuda": "to compute on a GPU, keep the engine and add --device cuda",
+                "simulate": "a run in virtual time is the simulate command, not an engine of train"}
+DEVICE_HINTS = {"gpu": "did you mean 'cuda'?"}
+# flags a user may reach for, and the one meant (an unknown flag is matched against both)
+ALIASES = {"--learning-rate": "--lr", "--rate": "--lr", "--eta": "--lr", "--step-size": "--lr",
+           "--num-workers": "--workers", "--n-workers": "--workers", "--nworkers": "--workers",
+           "--iterations": "--steps", "--iters": "--steps", "--threshold": "--max-clocks-ahead",
+           "--ssp-threshold": "--max-clocks-ahead", "--batch": "--batch-size",
+           "--delay": "--comm-delay", "--output": "--out", "--gpu": "--device", "--cuda": "--device"}
+
+
 def _run_options(entry):
     """(RunConfig field, flag options) offered by `simulate` or `train`: the rest of
     RunConfig's fields are defaults here, or come from --config."""
-    from .core import LR_SCHEDULES, POLICIES
+    from .core import LR_SCHEDULES, POLICIES, policies
     from .core.config import DEVICES, ENGINES, PARTITIONS
 
+    s = getattr(policies, "SSP_MAX_CLOCKS_AHEAD", None)        # ssp's threshold when none is given
+
     shared = [
-        ("workers", dict(type=int, help="workers (one gradient at a time each)")),
-        ("policy", dict(choices=POLICIES, help="consistency policy")),
+        ("workers", dict(type=_integer, help="workers (one gradient at a time each)")),
+        ("policy", dict(type=_choice(POLICIES, POLICY_HINTS), choices=POLICIES,
+                        help="consistency policy")),
         ("max_clocks_ahead", dict(type=_optional_int, metavar="S", help="the SSP threshold (policy "
-                                  "ssp): clocks the fastest worker may run ahead of the slowest")),
-        ("lr", dict(type=float, help="learning rate")),
-        ("lr_schedule", dict(choices=tuple(LR_SCHEDULES), help="the rate a push is applied with")),
-        ("momentum", dict(type=float, help="server-side momentum in [0, 1)")),
-        ("steps", dict(type=int, help="server versions after v0")),
-        ("partition", dict(choices=PARTITIONS, help="how the data is split among the workers")),
+                                  "ssp): clocks the fastest worker may run ahead of the slowest"
+                                  + ("" if s is None else f" (default with --policy ssp: {s})"))),
+        ("lr", dict(type=_number, help="learning rate")),
+        ("lr_schedule", dict(type=_choice(tuple(LR_SCHEDULES)), choices=tuple(LR_SCHEDULES),
+                             help="the rate a push is applied with")),
+        ("momentum", dict(type=_number, help="server-side momentum in [0, 1)")),
+        ("steps", dict(type=_integer, help="server versions after v0")),
+        ("partition", dict(type=_choice(PARTITIONS), choices=PARTITIONS,
+                           help="how the data is split among the workers")),
         ("batch_size", dict(type=_optional_int, help="minibatch per gradient (none: the whole shard)")),
         ("fetch_every", dict(type=_optional_int, help="pull every n-th step (none: after each push)")),
         ("push_every", dict(type=_optional_int, help="push every n-th local step (none: never)")),
-        ("seed", dict(type=int, help="seed of the workers' randomness (and of the data)")),
-        ("loss_every", dict(type=int, help="score every n-th version only")),
+        ("seed", dict(type=_integer, help="seed of the workers' randomness (and of the data)")),
+        ("loss_every", dict(type=_integer, help="score every n-th version only")),
         ("trace_limit", dict(type=_optional_int, help="keep the first n events, summaries of the rest")),
     ]
     if entry == "simulate":
         return shared + [
-            ("compute_times", dict(type=float, nargs="+", metavar="T",
+            ("compute_times", dict(type=_numbers, nargs="+", metavar="T",
                                    help="time units per gradient, one per worker, e.g. 1 1 1 4 "
                                         "(default: 1 each)")),
-            ("jitter", dict(type=float, help="seeded lognormal spread of the compute times")),
-            ("comm_delay", dict(type=float, help="time a pull or a push takes to travel")),
+            ("jitter", dict(type=_number, help="seeded lognormal spread of the compute times")),
+            ("comm_delay", dict(type=_number, help="time a pull or a push takes to travel")),
         ]
     return shared + [
-        ("engine", dict(choices=ENGINES, help="threads, processes or rpc (torch.distributed)")),
-        ("device", dict(choices=DEVICES, help="where the workers compute")),
-        ("slowdown", dict(type=float, nargs="+", metavar="SECONDS",
+        ("engine", dict(type=_choice(ENGINES, ENGINE_HINTS), choices=ENGINES,
+                        help="threads, processes or rpc (torch.distributed)")),
+        ("device", dict(type=_choice(DEVICES, DEVICE_HINTS), choices=DEVICES,
+                        help="where the workers compute")),
+        ("slowdown", dict(type=_numbers, nargs="+", metavar="SECONDS",
                           help="extra seconds per gradient, one per worker, e.g. 0 0 0 0.02 "
                                "(default: 0 each)")),
         ("lock", dict(action="store_false", flag="--no-lock",
                       help="lock-free (Hogwild-style) updates: threads, async, cpu only "
                                "(default: locked)")),
-        ("timeout", dict(type=float, help="seconds without progress before the run fails")),
+        ("timeout", dict(type=_number, help="seconds without progress before the run fails")),
         ("checkpoint", dict(metavar="PATH.npz", help="save the run here every --checkpoint-every versions")),
-        ("checkpoint_every", dict(type=int, help="versions between checkpoints")),
+        ("checkpoint_every", dict(type=_integer, help="versions between checkpoints")),
     ]
 
 
@@ -125,65 +214,209 @@ def _add_run_parser(sub, entry, description):
                        argument_default=argparse.SUPPRESS)   # only what is given overrides --config
     defaults = {f.name: f.default for f in fields(RunConfig)}
     defaults["engine"] = "threads"
-    run = p.add_argument_group("the run (RunConfig's fields; a value given here overrides --config)")
+    flags = {}                                      # a name in a message: its flag
+    added = []                                      # every option: an unknown flag's closest
+    run = p.add_argument_group("the run (a value given here overrides the same key in --config)")
     for name, options in _run_options(entry):
         flag, text, default = options.pop("flag", _option(name)), options.pop("help"), defaults[name]
         if "default" not in text:
             text += f" (default: {'none' if default is None else default})"
-        run.add_argument(flag, dest=name, help=text, **options)
+        added.append(run.add_argument(flag, dest=name, help=text, **options))
+        flags[name] = flag
     problem = p.add_argument_group("the problem (built in; data generated from a seed)")
-    problem.add_argument("--problem", choices=PROBLEMS, help="what is optimised (default: least-squares)")
-    problem.add_argument("--dim", type=_count, help="parameters (inputs) of the problem (default: 10)")
-    problem.add_argument("--samples", type=_count, help="data points, split among the workers "
-                         "(default: 512; quadratic has none)")
-    problem.add_argument("--problem-seed", type=int, help="seed of the data (default: --seed)")
+    added += [
+        problem.add_argument("--problem", type=_choice(PROBLEMS), choices=PROBLEMS,
+                             help="what is optimised (default: least-squares)"),
+        problem.add_argument("--dim", type=_count, help="parameters (inputs) of the problem (default: 10)"),
+        problem.add_argument("--samples", type=_count, help="data points, split among the workers "
+                             "(default: 512; quadratic has none)"),
+        problem.add_argument("--problem-seed", type=_integer, help="seed of the data (default: --seed)")]
+    flags.update(problem="--problem", dim="--dim", samples="--samples")
     files = p.add_argument_group("files")
-    files.add_argument("--config", type=Path, metavar="RUN.json",
-                       help='a JSON object: RunConfig fields and "problem" (a name, or '
-                            '{"name", "dim", "samples", "seed"})')
+    added.append(files.add_argument(
+        "--config", type=Path, metavar="RUN.json", help='a JSON object: the options above as keys, '
+        'spelt with "_" ("max_clocks_ahead": 1), and "problem" (a name, or {"name", "dim", "samples", '
+        '"seed"})'))
     if entry == "train":
-        files.add_argument("--resume", metavar="RUN.npz", help="continue a run saved by --out RUN.npz "
-                           "or --checkpoint")
-    files.add_argument("--out", type=Path, metavar="TRACE.json",
-                       help="write the trace (JSON), or the whole Run when the name ends in .npz")
-    files.add_argument("--chrome", type=Path, metavar="CHROME.json",
-                       help="also write the trace in Chrome's trace-event format (Perfetto)")
+        added.append(files.add_argument("--resume", metavar="RUN.npz", help="continue a run saved by "
+                                        "--out RUN.npz or --checkpoint"))
+        flags["resume"] = "--resume"
+    added += [
+        files.add_argument("--out", type=Path, metavar="TRACE.json",
+                           help="write the trace (JSON), or the whole Run when the name ends in .npz"),
+        files.add_argument("--chrome", type=Path, metavar="CHROME.json",
+                           help="also write the trace in Chrome's trace-event format (Perfetto)")]
     p.set_defaults(run=_run, subparser=p)
+    p.flags = flags                                 # RunConfig field (or problem, resume): its flag
+    p.options = [s for action in added for s in action.option_strings]
     return p
 
 
 def build_parser(prog="asyncps"):
-    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog=prog, description=DESCRIPTION, epilog=EPILOG,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     from . import __version__
     parser.add_argument("--version", action="version", version=f"asyncps {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
                                 title="commands (each has --help)")
-    _add_run_parser(sub, "simulate", "simulate a run in virtual time (deterministic) and write its trace")
-    _add_run_parser(sub, "train", "train for real on threads, processes or rpc and write the trace")
+    parser.runs = {
+        "simulate": _add_run_parser(sub, "simulate", "simulate a run in virtual time (deterministic, "
+                                    "any number of workers on one core) and write its trace"),
+        "train": _add_run_parser(sub, "train", "train for real on threads, processes or rpc and write "
+                                 "the trace (wall-clock time)"),
+    }
     for name, (_, description) in DELEGATES.items():
         sub.add_parser(name, help=description, add_help=False)   # never parsed here: see main
     return parser
 
 
-# -- simulate and train ----------------------------------------------------------------------
+# -- a mistake in the command line's terms ----------------------------------------------------
+def _option(name):
+    return "--no-lock" if name == "lock" else "--" + name.replace("_", "-")
+
+
+def _shown(value):
+    """A Python value as it is typed after its flag: 'ssp' -> ssp, [1.0, 2.0] -> 1 2, None -> none."""
+    try:
+        parsed = ast.literal_eval(value)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return value
+    if parsed is None:
+        return "none"
+    if isinstance(parsed, str):
+        return parsed if parsed and not re.search(r"\s", parsed) else value
+    if isinstance(parsed, (list, tuple)):
+        return " ".join(_shown(repr(item)) for item in parsed)
+    if isinstance(parsed, float) and parsed.is_integer() and abs(parsed) < 1e15:
+        return repr(parsed)[:-2]                                # 1.0 -> 1, as it was typed
+    return value
+
+
+VALUE = r"""'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|\[[^\]]*\]|\([^)]*\)|[^\s,;:)\]]+"""
+
+
+def in_flags(text, flags, keep=()):
+    """`text` (a message from the Python API) with each keyword of a field that has a flag written
+    as the flag: `max_clocks_ahead=2` -> `--max-clocks-ahead 2`, `policy='async'` -> `--policy async`,
+    `lock=False` -> `--no-lock`, a bare `max_clocks_ahead` (or `steps must`) -> its flag. Names in
+    `keep` (keys the user wrote in a --config file) stay as written."""
+    names = [n for n in flags if n not in keep]
+    if not names:
+        return text
+    pattern = re.compile(r"(?<![\w.'\"`-])(" + "|".join(map(re.escape, sorted(names, key=len, reverse=True)))
+                         + r")(?![\w-])(=(" + VALUE + r")?)?")
+
+    def put(m):
+        name, equals, value = m.group(1), m.group(2), m.group(3)
+        flag = flags[name]
+        if equals is None:                      # a bare name: only where it is the argument's
+            rest = text[m.end():]
+            if "_" in name or re.match(r"\s+must\b", rest) or (m.start() == 0 and rest.startswith(":")):
+                return flag
+            return m.group(0)
+        if value is None:
+            return flag
+        tail = ""
+        if value.endswith(".") and _shown(value) == value and _shown(value[:-1]) != value[:-1]:
+            value, tail = value[:-1], "."         # lr=0.5. : the sentence's full stop
+        if flag.startswith("--no-"):              # store_false: lock=False is --no-lock
+            return (flag if value == "False" else m.group(0)) + tail
+        return f"{flag} {_shown(value)}{tail}"
+
+    return pattern.sub(put, text)
+
+
+def _flag_hint(flag, parser, runs):
+    """What an unknown `flag` most likely meant (a renamed flag, the other command's, the closest
+    one or an alias), or where the options are listed."""
+    from .core.config import RENAMED
+
+    entry = parser.prog.rsplit(" ", 1)[-1]
+    bare = flag.lstrip("-").lower().replace("_", "-")
+    if bare.replace("-", "_") in RENAMED:
+        return f"it was renamed: use {_option(RENAMED[bare.replace('-', '_')][0])}"
+    if "--" + bare in parser.options:
+        return f"did you mean --{bare}?"
+    for other, p in runs.items():
+        if other != entry and "--" + bare in p.options:
+            return f"it is an option of {p.prog}, not of {entry}"
+    if not flag.startswith("--"):               # -w: the flags that start so
+        starting = [o for o in parser.options if o.startswith("--" + bare) and len(bare) == 1]
+        if starting:
+            return f"did you mean {' or '.join(starting[:3])}?"
+    known = {o[2:]: o for o in parser.options}
+    known.update({a[2:]: o for a, o in ALIASES.items() if o in parser.options})
+    close = difflib.get_close_matches(bare, list(known), n=1, cutoff=0.6)
+    if close:
+        return f"did you mean {known[close[0]]}?"
+    return f"{parser.prog} --help lists the options"
+
+
+def _unrecognized(extras, parser, runs):
+    """One line for what `parser` did not know: each unknown flag with the closest known one."""
+    said, loose, k = [], [], 0
+    while k < len(extras):
+        word = extras[k]
+        k += 1
+        if word.startswith("-") and not NUMBER.fullmatch(word):
+            while k < len(extras) and (not extras[k].startswith("-") or NUMBER.fullmatch(extras[k])):
+                k += 1                          # its values
+            flag = word.split("=", 1)[0]
+            said.append(f"unrecognized argument {flag}: {_flag_hint(flag, parser, runs)}")
+        else:
+            loose.append(word)
+    if loose:
+        hint = (f"; did you mean --config {loose[0]}?" if loose[0].endswith(".json") else
+                "; every value follows its flag, e.g. --workers 4")
+        said.append(f"unrecognized argument{'s' * (len(loose) > 1)} {' '.join(loose)}{hint}")
+    return "; ".join(said)
+
+
+def _fail(parser, err, flags, config=None, keep=()):
+    """argparse's usage error (exit status 2) for a value RunConfig, a problem or a run refused,
+    in flags: `--max-clocks-ahead 2 is not allowed ...`, or `--config run.json: ...` where the
+    value came from the file."""
+    text = str(err)
+    named = re.match(r"\W*(\w+)\b", text)
+    from_file = config is not None and (named is None or named.group(1) not in flags
+                                        or any(re.search(rf"\b{k}\b", text) for k in keep))
+    text = in_flags(text, flags, keep)
+    if from_file:
+        text = f"--config {config}: {text}"
+    parser.error(text)
+
+
 def _read_config(path, entry):
     """{RunConfig field: value} and the problem's spec from a JSON file, or a ValueError saying why."""
-    from .core.config import argument_names, refuse_renamed
+    from .core.config import RENAMED, argument_names, refuse_renamed
 
     try:
         data = json.loads(Path(path).read_text())
     except OSError as err:
         raise ValueError(f"cannot read it: {err.strerror}") from None
     except json.JSONDecodeError as err:
-        raise ValueError(f"not valid JSON (line {err.lineno}, column {err.colno}): {err.msg}") from None
+        raise ValueError(f"not valid JSON (line {err.lineno}, column {err.colno}): {err.msg}; it must "
+                         f'hold one JSON object, e.g. {{"workers": 4, "policy": "ssp"}}') from None
+    except UnicodeDecodeError:
+        raise ValueError('not a text file; it must hold one JSON object, e.g. {"workers": 4}') from None
     if not isinstance(data, dict):
-        raise ValueError("it must hold a JSON object of RunConfig fields and \"problem\"")
+        kind = {"list": "a list", "str": "a string", "bool": "true or false", "NoneType": "null"}
+        raise ValueError('it must hold one JSON object, e.g. {"workers": 4, "policy": "ssp"}, not '
+                         + kind.get(type(data).__name__, "a number"))
+    for old, (new, _) in RENAMED.items():
+        if old in data:
+            raise ValueError(f"key {old!r} was renamed: use {new!r}")
     refuse_renamed(data)
     allowed = [n for n in argument_names(entry) if n not in HOOKS] + ["problem"]
+    other = "train" if entry == "simulate" else "simulate"
     for key in data:
         if key not in allowed:
-            raise ValueError(f"key {key!r} is not allowed in a config for {entry}; allowed: "
-                             f"{', '.join(allowed)}")
+            if key in argument_names(other) and key not in HOOKS:
+                hint = f"it is a key of {other} only"
+            else:
+                close = difflib.get_close_matches(str(key).lower().replace("-", "_"), allowed, n=1)
+                hint = f"did you mean {close[0]!r}?" if close else "allowed: " + ", ".join(allowed)
+            raise ValueError(f"key {key!r} is not allowed in a config for {entry}: {hint}")
     problem = data.pop("problem", {})
     if isinstance(problem, str):
         problem = {"name": problem}
@@ -193,19 +426,29 @@ def _read_config(path, entry):
     return data, problem
 
 
-def _option(name):
-    return "--no-lock" if name == "lock" else "--" + name.replace("_", "-")
+def _writable(parser, label, path, example):
+    """A usage error now, before the run, where `path` cannot be written."""
+    path = Path(path)
+    if path.is_dir():
+        parser.error(f"{label}: {path} is a folder; give a file name in it, e.g. {path / example}")
+    folder = path.parent
+    if not folder.exists():
+        parser.error(f"{label}: the folder {folder} does not exist; create it first "
+                     f"(mkdir -p {folder}) or write somewhere else")
+    if not folder.is_dir():
+        parser.error(f"{label}: {folder} is a file, not a folder, so {path} cannot be written")
 
 
-def _fail(parser, err, given, config):
-    """argparse's usage error for a value RunConfig or a problem refused, naming the argument."""
-    text = str(err)
-    named = re.match(r"(\w+)=", text)
-    if named and named.group(1) in given:
-        parser.error(f"argument {_option(named.group(1))}: {text}")
-    if config is not None:
-        parser.error(f"--config {config}: {text}")
-    parser.error(text)
+def _resumed(parser, path):
+    """The Run --resume continues, read now: a usage error where it is missing or not a run."""
+    from .core.run import load_run
+
+    if not Path(path).exists():
+        parser.error(f"argument --resume: no such file: {path}")
+    try:
+        return load_run(path)
+    except (OSError, ValueError, KeyError, TypeError):
+        parser.error(f"argument --resume: {path} is not a run saved by --out RUN.npz or --checkpoint")
 
 
 def _summary(entry, name, run, written):
@@ -226,7 +469,8 @@ def _run(args, parser):
     from .core.config import configure
 
     entry = args.command
-    given = {name for name, _ in _run_options(entry) if hasattr(args, name)}
+    flags = parser.flags
+    given = {name for name in flags if hasattr(args, name)}
     config = getattr(args, "config", None)
     if getattr(args, "chrome", None) is not None:
         from .core import Trace
@@ -239,7 +483,9 @@ def _run(args, parser):
             arguments, spec = _read_config(config, entry)
         except (ValueError, TypeError) as err:
             parser.error(f"--config {config}: {err}")
-    arguments.update({name: getattr(args, name) for name in given})
+    keep = (set(arguments) | ({"problem"} if spec else set()) | (set(spec) & {"dim", "samples"})) - given
+    fields_given = given - {"problem", "dim", "samples", "resume"}      # RunConfig's
+    arguments.update({name: getattr(args, name) for name in fields_given})
     for key, flag in (("name", "problem"), ("dim", "dim"), ("samples", "samples"), ("seed", "problem_seed")):
         if hasattr(args, flag):
             spec[key] = getattr(args, flag)
@@ -249,38 +495,75 @@ def _run(args, parser):
         configure(entry, dict(arguments))           # every value checked before anything runs
         problem = make_problem(spec["name"], spec.get("dim", 10), spec.get("samples", 512), spec["seed"])
     except (ValueError, TypeError) as err:
-        _fail(parser, err, given | {name for name in ("problem", "dim", "samples") if hasattr(args, name)},
-              config)
+        if "workers" not in given | keep and re.match(r"(compute_times|slowdown)=", str(err)):
+            err = f"{err} (--workers is {configure(entry, {}).workers} unless given)"
+        _fail(parser, err, flags, config, keep)
+    for name, path, example in (("out", getattr(args, "out", None), "trace.json"),
+                                ("chrome", getattr(args, "chrome", None), "chrome.json"),
+                                ("checkpoint", arguments.get("checkpoint"), "run.npz")):
+        if path is not None:
+            label = f"--config {config}: key 'checkpoint'" if name in keep else f"argument --{name}"
+            _writable(parser, label, path, example)
+    resume = _resumed(parser, args.resume) if getattr(args, "resume", None) is not None else None
 
     from . import engines
     try:
         if entry == "simulate":
             run = engines.simulate(problem, **arguments)
         else:
-            run = engines.train(problem, resume=getattr(args, "resume", None), **arguments)
-    except (ValueError, TypeError, RuntimeError, TimeoutError, OSError) as err:
-        print(f"asyncps {entry}: {type(err).__name__}: {err}", file=sys.stderr)
+            run = engines.train(problem, resume=resume, **arguments)
+    except (ValueError, TypeError) as err:          # an argument refused as the run started
+        _fail(parser, err, flags, config, keep)
+    except (RuntimeError, TimeoutError, OSError) as err:
+        text = str(err)
+        if isinstance(err, OSError) and err.strerror:   # not [Errno 2] ...
+            text = err.strerror + (f": {err.filename}" if err.filename else "")
+        print(f"{parser.prog}: error: the run failed: {in_flags(text, flags, keep)}", file=sys.stderr)
         return 1
     written = []
-    if getattr(args, "out", None) is not None:
-        if args.out.suffix == ".npz":
-            run.save(args.out)                      # the whole Run: aps.load_run reads it
-        else:
-            run.trace.to_json(args.out)             # the trace: aps.Trace.from_json reads it
-        written.append(args.out)
-    if getattr(args, "chrome", None) is not None:
-        run.trace.to_chrome_trace(args.chrome)     # checked above: it exists
-        written.append(args.chrome)
+    for flag, path, write in (
+            ("--out", getattr(args, "out", None), lambda path: run.save(path) if path.suffix == ".npz"
+             else run.trace.to_json(path)),     # the whole Run (aps.load_run), or the trace (JSON)
+            ("--chrome", getattr(args, "chrome", None), lambda path: run.trace.to_chrome_trace(path))):
+        if path is None:
+            continue
+        try:
+            write(path)
+        except OSError as err:
+            print(_summary(entry, spec["name"], run, written))
+            print(f"{parser.prog}: error: the run ended, but {flag} {path} cannot be written: "
+                  f"{err.strerror or err}", file=sys.stderr)
+            return 1
+        written.append(path)
     print(_summary(entry, spec["name"], run, written))
     return 0
 
 
 def main(argv=None, prog="asyncps"):
-    """The `asyncps` console script: run one subcommand and return its exit status."""
+    """The `asyncps` console script: run one subcommand and return its exit status. A mistake
+    exits 2 after the subcommand's usage and one line naming the flag (argparse's usage error)."""
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv and argv[0] in DELEGATES:               # the module parses the rest itself
         module = importlib.import_module(DELEGATES[argv[0]][0])
         return module.main(argv[1:], prog=f"{prog} {argv[0]}") or 0
     parser = build_parser(prog)
-    args = parser.parse_args(argv)
+    commands = list(parser.runs) + list(DELEGATES)
+    listed = f"(choose from {', '.join(map(repr, commands))})"
+    if not argv:
+        parser.error(f"give a command {listed}; {prog} --help says what each does")
+    first = argv[0].split("=", 1)[0]
+    if not first.startswith("-") and first not in commands:
+        close = difflib.get_close_matches(first, commands, n=1, cutoff=0.6)
+        parser.error(f"{first!r} is not a command" + (f"; did you mean {close[0]!r}?" if close else "")
+                     + f" {listed}")
+    if first.startswith("-") and first not in ("-h", "--help", "--version"):
+        owners = [name for name, p in parser.runs.items() if first in p.options]
+        if owners:
+            command = next((word for word in argv if word in commands), owners[0])
+            parser.error(f"{first} is an option of a command: give the command first, e.g. "
+                         f"{prog} {command} {' '.join(word for word in argv if word != command)}")
+        parser.error(f"unrecognized argument {first}: give a command first {listed}")
+    args, extras = parser.parse_known_args(argv)
+    if extras:                                      # in the subcommand's terms, with its usage
+        args.subparser.error(_unrecognized(extras, args.subparser, parser.runs))
     return args.run(args, args.subparser)

@@ -14,6 +14,7 @@ reads the solutions).
 import argparse
 import contextlib
 import os
+import re
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -112,24 +113,175 @@ def run_graded(notebook, student, reference, timeout):
             failure = f"{type(err).__name__}: {str(err).strip().splitlines()[-1] if str(err).strip() else ''}"
         else:
             failure = None
-    present = _graded(student)
-    results = []
+    return score(student, reference, failure)
+
+
+def score(student, reference, failure=None):
+    """One Result per graded cell of `reference`, from the outputs of the executed `student`.
+
+    A failing test is blamed on the cell that caused it: on its own task's code when that raised
+    (a syntax error is shown as one, with its line), else on an earlier task whose names it uses
+    and which fails itself ("not checked: ... fix Task 2.1 first"), else on the test's own error."""
+    present, solution_errors = _graded(student), {}
+    for grade_id, cell in _by_id(student).items():
+        error = _error(cell)
+        if error is not None and cell.metadata["nbgrader"].get("solution"):
+            solution_errors[grade_id] = error
+    uses, owner = _dependencies(reference)
+    raw = []
     for grade_id, reference_cell in _graded(reference).items():
         points = reference_cell.metadata["nbgrader"].get("points", 1)
-        task = _task_of(reference, reference_cell)
+        task, source = _task_of(reference, reference_cell), owner.get(grade_id)
         cell = present.get(grade_id)
         if cell is None:
-            results.append(Result(grade_id, task, 0, points, "missing: the test cell was deleted"))
-            continue
-        errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
-        if errors:
-            detail = f"{errors[0]['ename']}: {errors[0]['evalue']}".strip().splitlines()[0][:120]
-            results.append(Result(grade_id, task, 0, points, detail))
+            raw.append([grade_id, task, 0, points, "missing: the test cell was deleted"])
+        elif _error(cell) is not None:
+            raw.append([grade_id, task, 0, points, _describe(_error(cell))])
+            if source in solution_errors:                       # its own code raised: say that
+                raw[-1][4] = "your code " + _describe(solution_errors[source], code=True)
         elif cell.get("execution_count") is None:
-            results.append(Result(grade_id, task, 0, points, failure or "did not run"))
+            raw.append([grade_id, task, 0, points, failure or "did not run"])
         else:
-            results.append(Result(grade_id, task, points, points, "passed"))
+            raw.append([grade_id, task, points, points, "passed"])
+    failing = {task for _, task, got, best, _ in raw if got < best}
+    failing |= {_task_name(reference, gid) for gid in solution_errors}
+    results = []
+    for grade_id, task, got, best, detail in raw:
+        own = owner.get(grade_id)
+        if got < best and not (own in solution_errors) and detail != "missing: the test cell was deleted":
+            for other, name in uses.get(grade_id, {}).items():
+                if other != task and other in failing:
+                    detail = (f"not checked: it uses {name} from {_short(other)}, which fails; "
+                              f"fix {_short(other)} first")
+                    break
+        results.append(Result(grade_id, task, got, best, detail))
     return results
+
+
+def _short(task):
+    """'Task 2.1' of 'Task 2.1: the asynchronous push'."""
+    return task.split(":")[0]
+
+
+def _task_name(nb, solution_id):
+    cell = _by_id(nb).get(solution_id)
+    return cell.metadata.get("asyncps", {}).get("task", solution_id) if cell is not None else solution_id
+
+
+def _error(cell):
+    errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+    return errors[0] if errors else None
+
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _describe(error, code=False):
+    """One line for an error output: a syntax error with its line, else 'Name: message'."""
+    name, value = error.get("ename", "Error"), str(error.get("evalue", "")).strip()
+    if name in ("SyntaxError", "IndentationError", "TabError"):
+        text = ANSI.sub("", "\n".join(error.get("traceback", []))).splitlines()
+        where = [i for i, line in enumerate(text) if re.search(r"\bline \d+", line)]
+        line = re.search(r"\bline (\d+)\)$", value)             # IPython's "(123.py, line 3)"
+        value, shown = re.sub(r"\s*\([^()]*, line \d+\)$", "", value), ""
+        if where:
+            line = re.search(r"\bline (\d+)", text[where[-1]])
+            shown = text[where[-1] + 1].strip() if where[-1] + 1 < len(text) else ""
+        shown = f" ({shown[:60]})" if shown and not set(shown) <= {"^", " "} else ""
+        at = f" at line {line.group(1)}" if line else ""
+        return f"{'raises ' if code else ''}{name}{at}{shown}: {value}"
+    if name == "NotImplementedError":
+        said = f": {value.splitlines()[0][:200]}" if value else ""
+        return ("is " if code else "") + f"not done yet (NotImplementedError){said}"
+    return ("raises " if code else "") + f"{name}: {value}".strip().splitlines()[0][:300]
+
+
+def _names(source):
+    """(names a cell defines at its top level, names it reads from earlier cells) — a regex for the
+    names it defines where it does not parse. A name the cell bound before it reads it, a function's
+    argument or local, and a comprehension's variable are not read from earlier cells."""
+    import ast
+
+    text = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith(("%", "!")))
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        defined = set(re.findall(r"^(?:def|class)\s+(\w+)|^(\w+)\s*=", text, re.M))
+        return {a or b for a, b in defined}, set()
+    defined, used = set(), set()
+    for node in tree.body:
+        used |= _reads(node, defined)
+        defined |= _binds(node)
+    return defined, used
+
+
+def _binds(node):
+    """The names a statement binds in its own scope (not inside the functions it defines)."""
+    import ast
+
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {node.name}
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return {(a.asname or a.name).split(".")[0] for a in node.names}
+    names, stack = set(), [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            names.add(n.id)
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(n.name)
+        elif not isinstance(n, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            stack.extend(ast.iter_child_nodes(n))
+    return names
+
+
+def _reads(node, bound):
+    """The names `node` reads that are not bound in `bound` or in a scope of its own."""
+    import ast
+
+    if isinstance(node, ast.Name):
+        return {node.id} if isinstance(node.ctx, ast.Load) and node.id not in bound else set()
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        args = node.args
+        outer = [*args.defaults, *[d for d in args.kw_defaults if d is not None],
+                 *getattr(node, "decorator_list", [])]
+        inner = bound | {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs,
+                                         *filter(None, [args.vararg, args.kwarg])]}
+        body = node.body if isinstance(node.body, list) else [node.body]
+        for statement in body:
+            inner = inner | _binds(statement)
+        return set().union(*[_reads(n, bound) for n in outer], *[_reads(n, inner) for n in body])
+    if isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+        inner = bound | {n.id for g in node.generators for n in ast.walk(g.target) if isinstance(n, ast.Name)}
+        return set().union(*[_reads(n, inner) for n in ast.iter_child_nodes(node)])
+    return set().union(set(), *[_reads(n, bound) for n in ast.iter_child_nodes(node)])
+
+
+def _dependencies(nb):
+    """({graded cell: {task: the name of that task's it uses}}, {graded cell: its task's solution
+    cell}): which tasks each graded test cell relies on, through the names it reads — directly,
+    or through the cells that define those names (a run built with a task's function)."""
+    origin, uses, owner, solution = {}, {}, {}, None
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        grader = cell.metadata.get("nbgrader", {})
+        defined, used = _names(cell.source)
+        needs = {}
+        for name in sorted(used):
+            for task, via in origin.get(name, {}).items():
+                needs.setdefault(task, via)
+        if grader.get("solution"):
+            solution = grader.get("grade_id")
+            task = cell.metadata.get("asyncps", {}).get("task", solution)
+            for name in defined:
+                origin[name] = {**needs, task: name}
+        else:
+            for name in defined:
+                origin[name] = needs
+        if grader.get("grade"):
+            uses[grader["grade_id"]], owner[grader["grade_id"]] = needs, solution
+    return uses, owner
 
 
 @contextlib.contextmanager
@@ -156,6 +308,10 @@ def report(results, name, tool="asyncps.grade"):
         lines.append(f"  {r.task[:48]:48s} {r.points:g} / {r.max_points:g}   {r.detail}")
     total, best = sum(r.points for r in results), sum(r.max_points for r in results)
     lines.append(f"  {'total':48s} {total:g} / {best:g}")
+    first = next((r for r in results if r.points < r.max_points
+                  and not r.detail.startswith("not checked:")), None)
+    if first is not None:                   # the last line says where to start
+        lines.append(f"first to fix: {first.task}: {first.detail}")
     return "\n".join(lines)
 
 
@@ -171,7 +327,7 @@ def main(argv=None, prog="python -m asyncps.grade"):
     try:
         results = grade(args.notebook, args.solutions, args.timeout)
     except (FileNotFoundError, ValueError, TypeError) as err:
-        print(f"asyncps.grade: {err}", file=sys.stderr)
+        print(f"{prog}: {err}", file=sys.stderr)
         return 2
     print(report(results, args.notebook))
     return 0 if all(r.points == r.max_points for r in results) else 1

@@ -97,7 +97,8 @@ def test_the_exercise_runs_with_its_stubs_and_scores_zero(name):
                        for o in cell.outputs), cell.source[:80]
     results = grader.grade(EXERCISES / f"{name}.ipynb", SOLUTIONS)
     assert sum(r.points for r in results) == 0, grader.report(results, name)
-    assert all("NotImplementedError" in r.detail for r in results)
+    assert all("NotImplementedError" in r.detail or r.detail.startswith("not checked: it uses ")
+               for r in results), grader.report(results, name)         # a stub of an earlier task
 
 
 def test_exercise_cells_are_locked_as_nbgrader_releases_them():

@@ -23,7 +23,8 @@ BAD = [  # (arguments, error type, text the message must contain)
     (dict(lr=-0.1), ValueError, "lr=-0.1"),
     (dict(lr=float("nan")), ValueError, "lr=nan"),
     (dict(lr="0.1"), TypeError, "lr='0.1'"),
-    (dict(policy="ssp"), ValueError, "max_clocks_ahead"),
+    (dict(policy="sync", max_clocks_ahead=1), ValueError, "max_clocks_ahead=1"),
+    (dict(max_clocks_ahead=1), ValueError, "use policy='ssp'"),
     (dict(policy="ssp", max_clocks_ahead=-1), ValueError, "max_clocks_ahead=-1"),
     (dict(policy="ssp", max_clocks_ahead=1.5), TypeError, "max_clocks_ahead=1.5"),
     (dict(policy="async", max_clocks_ahead=2), ValueError, "max_clocks_ahead=2"),
@@ -138,3 +139,57 @@ def test_an_argument_of_the_other_entry_point_is_named_as_such():
         aps.simulate(aps.problems.Quadratic(), slowdown=[0, 0])
     with pytest.raises(TypeError, match="argument of aps.simulate only"):
         aps.train(aps.problems.Quadratic(), compute_times=[1, 1])
+
+
+# -- the SSP threshold: a stated default, and a message where it does not belong --------------
+def test_every_policy_runs_with_no_special_case_and_ssp_records_its_default_threshold():
+    from asyncps.core.policies import SSP_MAX_CLOCKS_AHEAD
+
+    assert SSP_MAX_CLOCKS_AHEAD == 2
+    for policy in aps.POLICIES:
+        run = aps.simulate(LSQ, workers=3, policy=policy, steps=30, compute_times=[1, 1, 4])
+        assert not aps.violations(run.trace)
+        assert run.trace.meta["max_clocks_ahead"] == (SSP_MAX_CLOCKS_AHEAD if policy == "ssp" else None)
+    explicit = aps.simulate(LSQ, workers=3, policy="ssp", max_clocks_ahead=2, steps=30,
+                            compute_times=[1, 1, 4])
+    default = aps.simulate(LSQ, workers=3, policy="ssp", max_clocks_ahead=None, steps=30,
+                           compute_times=[1, 1, 4])
+    assert default.trace.to_json() == explicit.trace.to_json() and default.trace.waits
+    assert aps.RunConfig(policy="ssp").max_clocks_ahead == 2
+
+
+@pytest.mark.parametrize("policy, words", [
+    ("sync", ["max_clocks_ahead=1 is not allowed with policy='sync'", "SSP threshold", "barrier"]),
+    ("async", ["max_clocks_ahead=1 is not allowed with policy='async'", "never holds a worker back"]),
+])
+def test_a_threshold_with_sync_or_async_says_what_it_means_and_what_to_do(policy, words):
+    with pytest.raises(ValueError) as info:
+        aps.simulate(LSQ, policy=policy, max_clocks_ahead=1)
+    message = str(info.value)
+    assert "\n" not in message and all(w in message for w in words), message
+    assert "use policy='ssp'" in message and "leave max_clocks_ahead out" in message
+    assert "s = 2" in message
+
+
+def test_lr_schedule_given_a_number_points_to_lr():
+    with pytest.raises(TypeError, match=r"lr_schedule=0.05 is not allowed.*pass lr=0.05"):
+        aps.simulate(LSQ, lr_schedule=0.05)
+
+
+# -- a misspelled or borrowed keyword: the closest argument is suggested ----------------------
+@pytest.mark.parametrize("entry", ["simulate", "train"])
+@pytest.mark.parametrize("given, meant", [("lerning_rate", "lr"), ("learning_rate", "lr"),
+                                          ("max_clock_ahead", "max_clocks_ahead"),
+                                          ("num_workers", "workers"), ("worker", "workers"),
+                                          ("polcy", "policy"), ("threshold", "max_clocks_ahead")])
+def test_a_misspelled_keyword_suggests_the_closest_argument(entry, given, meant):
+    with pytest.raises(TypeError) as info:
+        getattr(aps, entry)(LSQ, **{given: 1})
+    message = str(info.value)
+    assert f"unexpected keyword argument {given!r}: did you mean {meant}=?" in message, message
+    assert "\n" not in message and f"The arguments of aps.{entry} are workers, policy" in message
+
+
+def test_a_keyword_like_no_argument_lists_them_all():
+    with pytest.raises(TypeError, match=r"unexpected keyword argument 'banana'; allowed: workers, "):
+        aps.simulate(LSQ, banana=1)

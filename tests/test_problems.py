@@ -43,3 +43,27 @@ def test_the_mlp_learns():
     prob = aps.problems.MLP(n=256, dim=4, hidden=16, classes=3, seed=0)
     run = aps.simulate(prob, workers=2, policy="async", lr=0.5, steps=150, batch_size=32, seed=0)
     assert run.losses[-1] < 0.5 * run.losses[0] and prob.accuracy(run.params) > 0.8
+
+
+@pytest.mark.parametrize("array, words", [
+    (np.where(np.eye(4, 3) == 1, np.nan, 0.0)[1:], ["X holds NaN at row 0, column 1 (X[0, 1])",
+                                                     "2 entries are NaN or inf", "drop or fill"]),
+    (np.array([0.0, 1.0, np.inf]), ["X holds inf at row 2 (X[2])", "drop or clip the infinite values"]),
+    (np.array([["1", "a"]]), ["X holds text (dtype <U1)", "X.astype(np.float32)"]),
+    (np.array([None, 1.0]), ["X holds Python objects", "same length"]),
+    (np.zeros((0, 3)), ["X holds no examples (shape (0, 3))"]),
+    (np.array(3.0), ["X=array(3.) is not allowed", "one row per example"]),
+])
+def test_data_must_be_finite_numbers_one_row_per_example(array, words):
+    from asyncps.core import checks
+
+    with pytest.raises((ValueError, TypeError)) as refused:
+        checks.data("X", array)
+    assert all(w in str(refused.value) for w in words), str(refused.value)
+
+
+def test_finite_data_passes_through_untouched():
+    from asyncps.core import checks
+
+    X = np.arange(12.0).reshape(4, 3)
+    assert checks.data("X", X) is X and checks.data("y", np.arange(4)) is not None

@@ -161,3 +161,145 @@ def test_digits_leave_torch_s_global_random_state_alone():
     before = torch.random.get_rng_state()
     aps.problems.Digits(model="cnn", seed=3)
     assert torch.equal(before, torch.random.get_rng_state())
+
+
+# -- a model that does not fit its data or its loss is refused at from_torch, in the learner's terms --
+F = torch.nn.functional
+X8, Y4 = X[:64], np.arange(64) % 4                           # 8 values per row, labels 0..3
+
+
+def net(*layers):
+    return torch.nn.Sequential(*layers)
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layer = torch.nn.Linear(8, 4)
+
+    def forward(self, x):
+        return self.layer(x)
+
+
+def nan_at(array, where, value=np.nan):
+    array = array.astype(np.float32 if array.dtype.kind == "f" else float, copy=True)
+    array[where] = value
+    return array
+
+
+MISFITS = [  # (model, X, y, other arguments, error type, words the message must hold)
+    (net(torch.nn.Linear(8, 3)), X8, Y4, {}, ValueError,
+     ["the model outputs 3 values per sample but y holds labels 0..3 (4 classes): give the last "
+      "layer 4 outputs (nn.Linear(8, 4))"]),
+    (torch.nn.Linear(8, 4), X8, Y4 + 1, {}, ValueError, ["labels 1..4 (5 classes)", "pass y - 1"]),
+    (torch.nn.Linear(8, 4), X8, Y4, dict(X_test=X8[:8], y_test=Y4[:8] + 4), ValueError,
+     ["y_test holds labels 4..7"]),
+    (torch.nn.Linear(8, 2), X8, np.where(Y4 % 2, 1, -1), {}, ValueError,
+     ["y holds labels -1..1", "class labels 0..1", "(y + 1) // 2"]),
+    (torch.nn.Linear(8, 1), X8, Y4, dict(loss=F.mse_loss), ValueError,
+     ["loss=mse_loss", "shape (4, 1)", "y gives shape (4,)", "y.reshape(-1, 1)", "cross_entropy"]),
+    (torch.nn.Linear(8, 3), X8, Y4, dict(loss=torch.nn.MSELoss()), ValueError,
+     ["loss=MSELoss", "shape (4, 3)", "for class labels use loss=torch.nn.functional.cross_entropy"]),
+    (torch.nn.Linear(8, 1), X8, X8[:, :1], {}, ValueError,
+     ["the model outputs 1 value per sample", "always 0", "loss=torch.nn.functional.mse_loss"]),
+    (torch.nn.Linear(8, 4), X8, Y4.astype(np.float32), {}, TypeError,
+     ["y holds floats (float32)", "integer class labels 0..3", "y.astype(np.int64)"]),
+    (torch.nn.Linear(8, 4), X8, Y4.reshape(-1, 1), {}, ValueError,
+     ["y has shape (64, 1) (a column)", "shape (64,)", "y.ravel()"]),
+    (net(torch.nn.Linear(8, 1), torch.nn.Flatten(0)), X8, Y4 % 2,
+     dict(loss=F.binary_cross_entropy_with_logits), TypeError,
+     ["y holds integers (int64)", "y.astype(np.float32)"]),
+    (torch.nn.Linear(8, 4), (10 * X8).astype(np.int64), Y4, {}, TypeError,
+     ["X holds integers (int64) but the model computes in float32", "X.astype(np.float32)"]),
+    (net(torch.nn.Linear(5, 4)), X8, Y4, {}, ValueError,
+     ["X has 8 values per row but the model's first layer takes 5", "nn.Linear(8, 4)"]),
+    (net(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(12, 4)), X8, Y4, {}, ValueError,
+     ["nn.Linear(12, 4) gets 16 values per sample", "nn.Linear(16, 4)"]),
+    (net(torch.nn.Linear(8, 4)), X8.reshape(64, 2, 4), Y4, {}, ValueError,
+     ["X's rows have shape (2, 4)", "nn.Flatten()"]),
+    (net(torch.nn.Conv2d(1, 4, 2), torch.nn.Flatten(), torch.nn.Linear(12, 4)), X8.reshape(64, 2, 4), Y4,
+     {}, ValueError, ["X's rows have shape (2, 4)", "channel axis", "X[:, None]"]),
+    (torch.nn.Linear(8, 4), X8, Y4, dict(loss=torch.nn.CrossEntropyLoss(reduction="none")), ValueError,
+     ["loss returned a tensor of shape (4,)", "one number per batch", "reduction='mean'"]),
+    (torch.nn.Linear(8, 4), X8, Y4, dict(loss=lambda out, t: F.cross_entropy(out, t).item()), TypeError,
+     ["loss returned a float", "(no .item() or numpy)"]),
+    (torch.nn.Linear(8, 4), X8, Y4, dict(loss=lambda out, t: F.cross_entropy(out.detach(), t)),
+     ValueError, ["does not depend on the model's parameters"]),
+    (torch.nn.Linear(8, 1), X8, X8[:, :1], dict(loss=F.mse_loss, metric="accuracy"), ValueError,
+     ["metric='accuracy' is not allowed", "y holds floats", "metric=None"]),
+    (torch.nn.Linear(8, 4), X8, Y4, dict(metric=lambda out: 1.0), TypeError,
+     ["metric=<lambda> cannot score", "metric(outputs, targets) -> float"]),
+    (Net, X8, Y4, {}, TypeError, ["model=<class", "not the class Net itself: pass model=Net()"]),
+    (torch.nn.Linear(8, 4), X8, Y4, dict(loss=torch.nn.CrossEntropyLoss), TypeError,
+     ["loss=<class", "not the class CrossEntropyLoss itself: pass loss=nn.CrossEntropyLoss()"]),
+    (torch.nn.Linear(8, 4), X8, Y4, dict(loss="mse"), TypeError, ["loss='mse'", "mse_loss"]),
+    # the data: finite numbers, one row per example, as arrays
+    (torch.nn.Linear(8, 4), nan_at(X8, (3, 1)), Y4, {}, ValueError,
+     ["X holds NaN at row 3, column 1 (X[3, 1]): the data must be finite (drop or fill the missing values)"]),
+    (torch.nn.Linear(8, 1), X8, nan_at(X8[:, 0], 5, -np.inf), dict(loss=F.mse_loss), ValueError,
+     ["y holds -inf at row 5 (y[5])", "drop or clip"]),
+    (torch.nn.Linear(8, 4), X8, Y4, dict(X_test=nan_at(X8[:8], (2, 7), np.inf), y_test=Y4[:8]), ValueError,
+     ["X_test holds inf at row 2, column 7"]),
+    (torch.nn.Linear(4, 4), nan_at(X8.reshape(64, 2, 4), (5, 1, 2)), Y4, {}, ValueError,
+     ["X holds NaN at row 5, position (1, 2) within the row (X[5, 1, 2])"]),
+    (torch.nn.Linear(8, 4), X8.astype(str), Y4, {}, TypeError, ["X holds text", "X.astype(np.float32)"]),
+    (torch.nn.Linear(8, 4), np.array([[1.0, 2.0], [3.0]] * 32, dtype=object), Y4, {}, TypeError,
+     ["X holds Python objects", "rows all have the same length"]),
+    (torch.nn.Linear(8, 4), X8.astype(np.complex64), Y4, {}, TypeError, ["X holds complex64", "real numbers"]),
+    (torch.nn.Linear(8, 4), X8[:0], Y4[:0], {}, ValueError, ["X holds no examples (shape (0, 8))"]),
+    (torch.nn.Linear(8, 4), X8, Y4[:10], {}, ValueError, ["X has 64 examples and y has 10", "one target"]),
+    (torch.nn.Linear(8, 4), X8.tolist(), Y4, {}, TypeError, ["not a list: pass np.asarray(X, dtype=np.float32)"]),
+    (torch.nn.Linear(8, 4), X8, tuple(Y4), {}, TypeError, ["not a tuple: pass np.asarray(y)"]),
+    (torch.nn.Linear(8, 4), Y4, X8, {}, ValueError, ["X is 1-D and y has rows of shape (8,): they look swapped"]),
+    (torch.nn.Linear(1, 4), X8[:, 0], Y4, {}, ValueError, ["X is 1-D", "X.reshape(-1, 1)"]),
+    (torch.nn.Linear(8, 4), X8, np.eye(4, dtype=int)[Y4], {}, ValueError,
+     ["y has shape (64, 4)", "one-hot: pass y.argmax(axis=1)"]),
+    (torch.nn.Linear(8, 4), X8[:1], Y4[:1], dict(test_fraction=0.6), ValueError,
+     ["test_fraction=0.6 is not allowed here", "all 1 examples, leaving none to train on"]),
+    (torch.nn.Flatten(), X8, Y4, {}, ValueError, ["model=Flatten has no parameters to train"]),
+    (torch.nn.Linear(8, 4), X8, Y4, dict(y_test=Y4[:8]), ValueError,
+     ["y_test is given without X_test: give both"]),
+    (torch.nn.Linear(8, 4), X8, Y4, dict(X_test=X8[:8]), ValueError, ["X_test is given without y_test"]),
+    (torch.nn.Linear(8, 4), X8, Y4, dict(X_test=X8[:8, :6], y_test=Y4[:8]), ValueError,
+     ["X_test has 6 values per row but X has 8"]),
+]
+
+
+@pytest.mark.parametrize("model, X, y, kwargs, kind, words", MISFITS,
+                         ids=[f"{i}-{m[5][0][:40]}" for i, m in enumerate(MISFITS)])
+def test_a_model_that_does_not_fit_its_data_or_loss_is_refused_saying_what_to_change(model, X, y, kwargs,
+                                                                                       kind, words):
+    with pytest.raises(kind) as refused:
+        aps.problems.from_torch(model, X, y, **kwargs)
+    message = str(refused.value)
+    assert "\n" not in message and all(w in message for w in words), message
+
+
+def fitting():
+    yield torch.nn.Linear(8, 4), X8, np.eye(4, dtype=np.float32)[Y4], {}          # class probabilities
+    yield torch.nn.Linear(8, 4), X8, np.where(Y4 == 0, -100, Y4), {}                 # ignore_index
+    yield torch.nn.Linear(8, 2), X8, Y4 % 2 == 0, {}                                 # bool labels
+    yield torch.nn.Linear(8, 4), X8 > 0, Y4, {}                                      # bool inputs
+    yield torch.nn.Linear(8, 4).double(), X8, Y4, {}
+    yield torch.nn.Linear(8, 1), X8, X8[:, :1].astype(np.float64), dict(loss=torch.nn.MSELoss())
+    yield (net(torch.nn.Linear(8, 1), torch.nn.Flatten(0)), X8, (Y4 % 2).astype(np.float32),
+           dict(loss=F.binary_cross_entropy_with_logits))
+    yield (net(torch.nn.Embedding(10, 4), torch.nn.Flatten(), torch.nn.Linear(32, 4)),
+           (np.abs(X8) * 3).astype(np.int64) % 10, Y4, {})                         # token ids
+    yield torch.nn.Linear(8, 4), torch.from_numpy(X8), torch.from_numpy(Y4), dict(metric="accuracy")
+    yield torch.nn.Embedding(10, 4), Y4, Y4, {}                                      # one token id each
+
+
+@pytest.mark.parametrize("model, X, y, kwargs", list(fitting()))
+def test_models_that_fit_their_data_and_loss_are_accepted(model, X, y, kwargs):
+    problem = aps.problems.from_torch(model, X, y, **kwargs)
+    assert np.all(np.isfinite(problem.gradient(problem.x0, np.arange(8))))
+
+
+def test_the_check_leaves_the_model_and_torch_s_random_state_alone():
+    model = net(torch.nn.Linear(8, 8), torch.nn.BatchNorm1d(8), torch.nn.Dropout(0.5), torch.nn.Linear(8, 4))
+    state = {k: v.clone() for k, v in model.state_dict().items()}
+    before = torch.random.get_rng_state()
+    aps.problems.from_torch(model, X8, Y4)
+    assert torch.equal(before, torch.random.get_rng_state())
+    assert all(torch.equal(v, model.state_dict()[k]) for k, v in state.items())

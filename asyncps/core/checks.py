@@ -113,3 +113,47 @@ def gradient(value, like, source="the gradient"):
         raise ValueError(f"{source} returned NaN or inf at finite parameters: a gradient must be "
                          f"finite (check the function for a division by zero or a log of 0)")
     return g
+
+
+def data(name, array):
+    """Examples as a numpy array: numbers (not text, not objects), one row per example, at least
+    one row, every entry finite. Says which argument, what it holds and what to do."""
+    kind = array.dtype.kind
+    if kind in "USa":
+        raise TypeError(f"{name} holds text (dtype {array.dtype}): {name} must hold numbers; drop "
+                        f"any header or text columns and convert it, e.g. {name}.astype(np.float32)")
+    if kind == "O":
+        raise TypeError(f"{name} holds Python objects (dtype object), e.g. rows of different "
+                        f"lengths: {name} must be an array of numbers whose rows all have the same "
+                        f"length (pad or cut them, then np.asarray({name}, dtype=np.float32))")
+    if kind not in "biuf":
+        raise TypeError(f"{name} holds {array.dtype} values: {name} must hold real numbers "
+                        f"(integers or floats)")
+    if array.ndim == 0:
+        raise ValueError(f"{name}={_show(array)} is not allowed: {name} must hold one row per "
+                         f"example, not a single number")
+    if len(array) == 0:
+        raise ValueError(f"{name} holds no examples (shape {array.shape}): {name} must have at "
+                         f"least one row")
+    return finite_data(name, array)
+
+
+def finite_data(name, array):
+    """`array` itself when every entry is finite; else a ValueError naming the first bad one:
+    'X holds NaN at row 3, column 1 (X[3, 1]): the data must be finite ...'."""
+    if array.dtype.kind != "f" or all_finite(array):
+        return array
+    bad = ~np.isfinite(array)
+    where = np.unravel_index(int(np.argmax(bad)), array.shape)
+    value = array[where]
+    what = "NaN" if np.isnan(value) else ("inf" if value > 0 else "-inf")
+    at = f"row {where[0]}"
+    if array.ndim == 2:
+        at += f", column {where[1]}"
+    elif array.ndim > 2:
+        at += f", position {tuple(int(i) for i in where[1:])} within the row"
+    at += f" ({name}[{', '.join(str(int(i)) for i in where)}])"
+    count = int(bad.sum())
+    more = f"; {count} entries are NaN or inf" if count > 1 else ""
+    fix = "drop or fill the missing values" if what == "NaN" else "drop or clip the infinite values"
+    raise ValueError(f"{name} holds {what} at {at}{more}: the data must be finite ({fix})")

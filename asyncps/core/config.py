@@ -6,6 +6,7 @@ the server, the worker loop and every engine read what they need from it, and `t
 written once, by `config.meta(problem_name)`. Nothing below the entry points takes the run's
 arguments one by one.
 """
+import difflib
 from dataclasses import dataclass, fields, replace
 
 from . import checks, hooks
@@ -20,6 +21,14 @@ SIMULATE_ONLY = ("compute_times", "jitter", "comm_delay")
 TRAIN_ONLY = ("engine", "device", "slowdown", "lock", "timeout", "checkpoint", "checkpoint_every",
               "address", "allow_remote")
 SET_BY_ENTRY_POINTS = ("devices", "launcher")
+# Names a learner may reach for, and the argument that means it (a misspelling is matched too).
+SYNONYMS = {"learning_rate": "lr", "step_size": "lr", "eta": "lr", "num_workers": "workers",
+            "n_workers": "workers", "nworkers": "workers", "iterations": "steps",
+            "num_steps": "steps", "n_steps": "steps", "versions": "steps", "mode": "policy",
+            "consistency": "policy", "threshold": "max_clocks_ahead", "bound": "max_clocks_ahead",
+            "ssp_threshold": "max_clocks_ahead", "max_staleness": "max_clocks_ahead",
+            "schedule": "lr_schedule", "batch": "batch_size", "random_seed": "seed",
+            "push": "apply", "update": "apply", "barrier": "average"}
 RENAMED = {"staleness": ("max_clocks_ahead", "the SSP threshold counts clocks (pushes) the fastest "
                          "worker may run ahead of the slowest; staleness is only a push's "
                          "applied_to - computed_on (Push.staleness)")}
@@ -29,7 +38,7 @@ RENAMED = {"staleness": ("max_clocks_ahead", "the SSP threshold counts clocks (p
 class RunConfig:
     workers: int = 2
     policy: str | Policy = "async"    # given as a name; held as its Policy (policies.py)
-    max_clocks_ahead: int | None = None
+    max_clocks_ahead: int | None = None  # ssp's threshold s; None: SSP_MAX_CLOCKS_AHEAD (policies.py)
     lr: float = 0.1
     lr_schedule: object = "constant"  # a name, or rate(lr, staleness); held as the function
     momentum: float = 0.0
@@ -78,8 +87,9 @@ class RunConfig:
         if isinstance(policy, Policy):        # dataclasses.replace passes the Policy back in
             policy = policy.name
         put("policy", make_policy(policy, self.max_clocks_ahead))
+        put("max_clocks_ahead", self.policy.max_ahead if self.policy.name == "ssp" else None)
         hooks.check(apply=self.apply, average=self.average, gate=self.gate, momentum=self.momentum,
-                    policy=self.policy)
+                    policy=self.policy, lr_schedule=self.lr_schedule)
         put("lr_schedule", schedule_of(self.lr_schedule))
         put("momentum", checks.real("momentum", self.momentum, minimum=0.0, below=1.0))
         put("loss_every", checks.integer("loss_every", self.loss_every, minimum=1))
@@ -175,6 +185,15 @@ def renamed_keywords(function):
     return entry
 
 
+def closest(name, allowed):
+    """The argument a mistyped or borrowed keyword most likely means, or None."""
+    known = {a: a for a in allowed}
+    known.update({word: meant for word, meant in SYNONYMS.items() if meant in allowed})
+    key = name.lower().replace("-", "_")
+    found = difflib.get_close_matches(key, list(known), n=1, cutoff=0.75)
+    return known[found[0]] if found else None
+
+
 def configure(entry, arguments):
     """The RunConfig of a call `entry(problem, **arguments)`; old or unknown keywords explained."""
     refuse_renamed(arguments)
@@ -182,8 +201,12 @@ def configure(entry, arguments):
     for name in arguments:
         if name not in allowed:
             other = "train" if entry == "simulate" else "simulate"
-            hint = (f": it is an argument of aps.{other} only" if name in argument_names(other)
-                    else f"; allowed: {', '.join(allowed)}")
+            if name in argument_names(other):
+                hint = f": it is an argument of aps.{other} only"
+            else:
+                meant = closest(name, allowed)
+                hint = (f": did you mean {meant}=? The arguments of aps.{entry} are "
+                        if meant else "; allowed: ") + ", ".join(allowed)
             raise TypeError(f"{entry}() got an unexpected keyword argument {name!r}{hint}")
     if entry == "simulate":
         arguments = {**arguments, "engine": "simulate"}

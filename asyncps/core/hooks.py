@@ -14,19 +14,68 @@ The built-ins have the same signatures (semantics.py, policies.py). The server c
 function through `checked(...)`: it gets copies (it cannot corrupt the server's state by
 accident), and what it returns is checked and explained in the learner's terms, instead of the
 run going on with a broken state.
+
+A hook is checked twice: when the run is configured (`check`: does the policy use it, and can the
+server call it with the arguments above?), and on every call (`checked_*`: what it returns). An
+error raised inside a learner's hook gets a last line naming the hook and the push it was at.
 """
+import inspect
 import numbers
 
 import numpy as np
 
 from . import checks
 
+# How the server calls each hook (every argument positional) and what it expects back.
+CALLS = {"apply": ("apply(params, version, grad, computed_on, lr)",
+                   "(new_params, new_version, staleness)"),
+         "average": ("average(grads, workers)",
+                     "the averaged gradient (or None while the barrier stays closed)"),
+         "gate": ("gate(clock, clocks, max_ahead)", "True or False"),
+         "lr_schedule": ("lr_schedule(lr, staleness)", "the push's learning rate (a number > 0)")}
 
-def check(apply, average, gate, momentum, policy):
-    """Which hooks a policy can use (raises with an explanation)."""
-    for name, fn in (("apply", apply), ("average", average), ("gate", gate)):
+
+def show(value):
+    """A value on one line, short: functions by name, arrays by shape (an error is one line)."""
+    if inspect.isfunction(value) or inspect.ismethod(value) or inspect.isbuiltin(value):
+        return f"<function {value.__name__}>"
+    if inspect.isclass(value):
+        return f"<class {value.__name__}>"
+    if isinstance(value, np.ndarray):
+        return f"an array of shape {value.shape}"
+    text = " ".join(repr(value).split())
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def items(collection):
+    return f"{len(collection)} item{'' if len(collection) == 1 else 's'}"
+
+
+def check_signature(name, fn):
+    """Refuse a hook the server cannot call with its arguments (a function whose signature cannot
+    be read, such as some builtins, is trusted)."""
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return
+    call, back = CALLS[name]
+    count = call.count(",") + 1
+    try:
+        signature.bind(*range(count))
+    except TypeError:
+        todo = (f"pass an instance, {fn.__name__}(...), whose __call__ takes these {count} arguments"
+                if inspect.isclass(fn) else f"define it with these {count} arguments, in this order")
+        raise TypeError(f"{name}={show(fn)} is not allowed: it takes {signature}, but the server "
+                        f"calls {call} and expects {back} back; {todo}") from None
+
+
+def check(apply, average, gate, momentum, policy, lr_schedule=None):
+    """Which hooks a policy can use, and that the server can call them (raises with an
+    explanation). `lr_schedule` is checked when it is a function (a name is policies.py's)."""
+    given = (("apply", apply), ("average", average), ("gate", gate))
+    for name, fn in given:
         if fn is not None and not callable(fn):
-            raise checks.bad(name, fn, "a function (or None)", TypeError)
+            raise checks.bad(name, fn, f"a function {CALLS[name][0]} (or None)", TypeError)
     if apply is not None and policy.averages:
         raise ValueError(f"apply= is not allowed with policy={policy.name!r}: a sync server averages a "
                          f"round (use average=); apply= is the asynchronous push (policy 'async' or 'ssp')")
@@ -39,24 +88,42 @@ def check(apply, average, gate, momentum, policy):
     if apply is not None and momentum:
         raise ValueError(f"momentum={momentum!r} is not allowed with apply=: your apply decides how "
                          f"a push moves the parameters (keep momentum=0, or add it inside apply)")
+    for name, fn in given + (("lr_schedule", lr_schedule if callable(lr_schedule) else None),):
+        if fn is not None:
+            check_signature(name, fn)
+
+
+def explain(err, text):
+    """Add a last line to an error raised inside a learner's hook: which hook, at which push."""
+    if not any(note.startswith("asyncps:") for note in getattr(err, "__notes__", ())):
+        err.add_note(f"asyncps: this {type(err).__name__} came from your {text}")
 
 
 def checked_apply(apply):
     def push(params, version, grad, computed_on, lr):
-        result = apply(params.copy(), version, grad.copy(), computed_on, lr)
+        try:
+            result = apply(params.copy(), version, grad.copy(), computed_on, lr)
+        except Exception as err:
+            explain(err, f"apply=, at the push that was to make v{version + 1} (a gradient "
+                         f"computed on v{computed_on}, applied to v{version}, lr={lr:g})")
+            raise
         if not isinstance(result, tuple) or len(result) != 3:
-            raise TypeError(f"apply returned {result!r:.60}: it must return a tuple "
-                            f"(new_params, new_version, staleness)")
+            what = (f"{show(result)} (the new parameters alone?)" if isinstance(result, np.ndarray)
+                    else f"a {type(result).__name__} of {items(result)}"
+                    if isinstance(result, (list, tuple)) else show(result))
+            raise TypeError(f"apply returned {what}: it must return a tuple (new_params, "
+                            f"new_version, staleness), e.g. `return new_params, version + 1, "
+                            f"version - computed_on`")
         new_params, new_version, staleness = result
         new_params = np.asarray(new_params, dtype=params.dtype)
         if new_params.shape != params.shape:
             raise ValueError(f"apply returned new_params of shape {new_params.shape}: the parameters "
                              f"have shape {params.shape}")
         if new_version != version + 1:
-            raise ValueError(f"apply returned new_version={new_version!r}: the server is at "
+            raise ValueError(f"apply returned new_version={show(new_version)}: the server is at "
                              f"v{version}, so this push must make v{version + 1}")
         if staleness != version - computed_on:
-            raise ValueError(f"apply returned staleness={staleness!r}: a gradient computed on "
+            raise ValueError(f"apply returned staleness={show(staleness)}: a gradient computed on "
                              f"v{computed_on} and applied to v{version} is stale by "
                              f"{version - computed_on}")
         return new_params, new_version, staleness
@@ -65,10 +132,20 @@ def checked_apply(apply):
 
 def checked_average(average):
     def round_(grads, workers):
-        step = average({w: g.copy() for w, g in grads.items()}, workers)
+        try:
+            step = average({w: g.copy() for w, g in grads.items()}, workers)
+        except Exception as err:
+            explain(err, f"average=, called with the gradients of workers {sorted(grads)} of "
+                         f"workers={workers}")
+            raise
         if step is None:
             return None
         like = next(iter(grads.values()))
+        if isinstance(step, (list, tuple, dict)):
+            raise TypeError(f"average returned a {type(step).__name__} of {items(step)}: it must "
+                            f"return one array shaped like the parameters {like.shape}, e.g. "
+                            f"`sum(grads.values()) / workers`, or None while not every worker has "
+                            f"pushed")
         step, shape = np.asarray(step, dtype=like.dtype), like.shape
         if step.shape != shape:
             raise ValueError(f"average returned an array of shape {step.shape}: the parameters have "
@@ -79,20 +156,35 @@ def checked_average(average):
 
 def checked_gate(gate):
     def gate_(clock, clocks, max_ahead):
-        answer = gate(clock, list(clocks), max_ahead)
+        try:
+            answer = gate(clock, list(clocks), max_ahead)
+        except Exception as err:
+            explain(err, f"gate=, asked whether a worker at clock {clock} may start "
+                         f"(clocks={list(clocks)}, max_ahead={max_ahead})")
+            raise
         if not isinstance(answer, (bool, np.bool_)) and not (isinstance(answer, numbers.Integral)
                                                              and answer in (0, 1)):
-            raise TypeError(f"gate returned {answer!r:.60}: it must return True or False")
+            hint = " (does your gate end with `return ...`?)" if answer is None else ""
+            raise TypeError(f"gate returned {show(answer)} for a worker at clock {clock} "
+                            f"(clocks={list(clocks)}, max_ahead={max_ahead}): it must return True "
+                            f"or False{hint}")
         return bool(answer)
     return gate_
 
 
 def checked_schedule(schedule):
     def rate_(lr, staleness):
-        rate = schedule(lr, staleness)
-        if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not rate > 0 \
+        try:
+            rate = schedule(lr, staleness)
+        except Exception as err:
+            explain(err, f"lr_schedule=, called as lr_schedule({lr:g}, {staleness}) for a push "
+                         f"stale by {staleness}")
+            raise
+        if isinstance(rate, bool) or not isinstance(rate, numbers.Real) or not rate > 0 \
                 or rate == float("inf"):
-            raise ValueError(f"lr_schedule({lr:g}, {staleness}) returned {rate!r}: a learning rate "
-                             f"must be a finite number > 0")
+            hint = (" (does your lr_schedule end with `return ...`?)" if rate is None else
+                    "; keep it above 0 for every staleness, e.g. lr / (staleness + 1)")
+            raise ValueError(f"lr_schedule({lr:g}, {staleness}) returned {show(rate)} for a push "
+                             f"stale by {staleness}: a learning rate must be a finite number > 0{hint}")
         return float(rate)
     return rate_

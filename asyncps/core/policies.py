@@ -5,7 +5,8 @@
     async  ASP  nobody waits; each push is applied at once: one version per push.
                 A gradient computed on v0 may land on v1, v2, ... (a stale update).
     ssp    SSP  Stale Synchronous Parallel (Ho et al. 2013): like async, but the
-                fastest worker is never more than `max_clocks_ahead` clocks ahead of the slowest.
+                fastest worker is never more than `max_clocks_ahead` clocks ahead of the slowest
+                (the threshold s; SSP_MAX_CLOCKS_AHEAD = 2 when it is not given).
 
 A worker's clock counts its pushes. The policies differ only in how many clocks a worker may run
 ahead of the slowest (`max_ahead`: 0, s or unbounded) and whether a round is averaged. How a push
@@ -17,11 +18,19 @@ The learning rate of a push is `lr_schedule(lr, staleness)`, a plain function. T
 A learner's own function with the same signature is used the same way.
 """
 import math
+import numbers
 from dataclasses import dataclass
 
 from . import checks
 
 POLICIES = ("sync", "async", "ssp")
+
+# The SSP threshold s when policy="ssp" comes without max_clocks_ahead. In Ho et al. (2013) s is a
+# setting of the server (s = 0 is BSP; without a bound it is asynchronous) that trades the time the
+# fast workers wait against how stale a push may get. 2 is this package's choice, not a number
+# taken from the paper: the s that aps.compare and the Playground start with, so
+# `aps.simulate(problem, policy="ssp")` is the ssp run they show. trace.meta records the s used.
+SSP_MAX_CLOCKS_AHEAD = 2
 
 
 @dataclass(frozen=True)
@@ -37,17 +46,27 @@ class Policy:
         return self.max_ahead != math.inf
 
 
+# What the threshold means under the policies that have none to set (the error's words).
+NO_THRESHOLD = {"sync": "its barrier keeps every worker at the same clock (s = 0, and each round "
+                        "averaged)",
+                "async": "it never holds a worker back (no bound at all)"}
+
+
 def make_policy(policy, max_clocks_ahead=None):
+    """The Policy named `policy`; `max_clocks_ahead` is ssp's threshold s (None: the default)."""
     checks.choice("policy", policy, POLICIES)
     if policy == "ssp":
         if max_clocks_ahead is None:
-            raise ValueError("policy='ssp' needs max_clocks_ahead=s, how many clocks the fastest "
-                             "worker may run ahead of the slowest (an integer >= 0)")
+            max_clocks_ahead = SSP_MAX_CLOCKS_AHEAD
         s = checks.integer("max_clocks_ahead", max_clocks_ahead, minimum=0)
         return Policy("ssp", s, averages=False, wait_reason="ssp")
     if max_clocks_ahead is not None:
-        raise ValueError(f"max_clocks_ahead={max_clocks_ahead!r} is not allowed with policy={policy!r}: "
-                         f"it is the SSP threshold, used only with policy='ssp'")
+        raise ValueError(f"max_clocks_ahead={checks._show(max_clocks_ahead)} is not allowed with "
+                         f"policy={policy!r}: max_clocks_ahead is the SSP threshold (how many clocks "
+                         f"the fastest worker may run ahead of the slowest), and {policy} has none "
+                         f"to set: {NO_THRESHOLD[policy]}; use policy='ssp' with it, or leave "
+                         f"max_clocks_ahead out (policy='ssp' alone uses s = "
+                         f"{SSP_MAX_CLOCKS_AHEAD})")
     if policy == "sync":
         return Policy("sync", 0, averages=True, wait_reason="barrier")
     return Policy("async", math.inf, averages=False, wait_reason="none")
@@ -74,6 +93,11 @@ def lr_schedule(value):
     if value == "staleness":
         raise ValueError("lr_schedule='staleness' was renamed: use lr_schedule='divide_by_staleness' "
                          "(lr / (staleness + 1) for a push stale by `staleness` versions)")
+    if isinstance(value, numbers.Number) and not isinstance(value, bool):
+        shown = checks._show(value)
+        raise checks.bad("lr_schedule", value, f"one of {', '.join(map(repr, LR_SCHEDULES))} or a "
+                         f"function rate(lr, staleness): it says how a push's staleness changes the "
+                         f"learning rate; for a learning rate of {shown} pass lr={shown}", TypeError)
     checks.choice("lr_schedule", "constant" if value is None else value,
                   tuple(LR_SCHEDULES) + ("a function rate(lr, staleness)",))
     return LR_SCHEDULES["constant" if value is None else value]

@@ -25,6 +25,68 @@ MAIN_GUARD = ("a worker process could not start: each one imports the script tha
               "`if __name__ == \"__main__\":` (a notebook needs nothing), or use engine='threads'")
 
 
+def unguarded_start():
+    """The line of the main script that starts this run as the script is imported, or None.
+
+    Worker processes import the script that started the run (spawn, forkserver), so a run started
+    by a line outside `if __name__ == "__main__":` would start again in every worker, after
+    re-running everything above it. A notebook, the REPL, `python -c` and a guarded line: None."""
+    import ast
+    import sys
+
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    frame = sys._getframe(1)
+    while frame is not None and not (frame.f_globals is getattr(main, "__dict__", None)
+                                     and frame.f_code.co_name == "<module>"
+                                     and frame.f_code.co_filename == path):
+        frame = frame.f_back
+    if path is None or frame is None:
+        return None
+    line = frame.f_lineno
+    try:
+        with open(path, encoding="utf-8") as file:
+            tree = ast.parse(file.read())
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        return None
+    body = tree.body
+    while True:                                     # down the statements that hold the line
+        node = next((n for n in body if n.lineno <= line <= (n.end_lineno or n.lineno)), None)
+        if node is None:
+            return line
+        if isinstance(node, ast.If) and _is_main_test(node.test):
+            return None if any(n.lineno <= line <= n.end_lineno for n in node.body) else line
+        body = [n for field in ("body", "orelse", "finalbody", "handlers") for n in getattr(node, field, [])
+                if isinstance(n, ast.stmt) or isinstance(n, ast.ExceptHandler)]
+        if not body:
+            return line
+
+
+def _is_main_test(test):
+    """`__name__ == "__main__"`, either way round."""
+    import ast
+
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return False
+    sides = [test.left, test.comparators[0]]
+    return any(isinstance(a, ast.Name) and a.id == "__name__" for a in sides) and \
+        any(isinstance(a, ast.Constant) and a.value == "__main__" for a in sides)
+
+
+def refuse_unguarded(engine):
+    """Raise before any worker starts if the main script starts this run outside its main guard."""
+    import os
+    import sys
+
+    line = unguarded_start()
+    if line is not None:
+        script = os.path.basename(sys.modules["__main__"].__file__)
+        raise RuntimeError(
+            f"engine={engine!r} starts worker processes that import {script} again, and its line "
+            f"{line} would start this run again in each of them: put the code that starts runs under "
+            f"`if __name__ == \"__main__\":` (a notebook needs nothing), or use engine='threads'")
+
+
 class RemoteTraceback(Exception):
     """The traceback of an error raised inside a worker process."""
 

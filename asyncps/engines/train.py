@@ -71,6 +71,9 @@ def train(problem, resume=None, *, progress=None, live=False, **arguments):
     """
     config = configure("train", arguments)
     check_live(live, progress, config)
+    if config.engine in ("processes", "rpc"):      # before anything runs: nothing is re-run
+        from .procs import refuse_unguarded
+        refuse_unguarded(config.engine)
     config = config.replace(devices=resolve_devices(config, problem))
     server, shards = prepare(problem, config)
     offset = 0.0

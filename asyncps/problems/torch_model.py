@@ -8,7 +8,9 @@ gradient straight into the flat gradient buffer, and threads never share a modul
 is not safe to call from two threads while its parameters change). The loss and the metric of
 a version are measured on held-out data (`test_fraction` of the examples, split by `seed`, or
 `X_test`, `y_test`). The model the user passed is never changed — unless it cannot be copied (it
-holds a lock, say): then the threads take turns on it.
+holds a lock, say): then the threads take turns on it. The data must be finite numbers, and the
+model is tried on a few rows when the problem is made (torch_fit.py), so that a model that does not
+fit its data or its loss is refused there, saying what to change.
 
 It travels to worker processes and rpc ranks as the model itself plus its data (torch pickles a
 module's state with its class; cloudpickle sends a class defined in a notebook cell by value).
@@ -20,6 +22,7 @@ import threading
 import numpy as np
 
 from ..core import checks
+from . import torch_fit as fit
 from .base import Problem
 
 METRICS = ("accuracy",)
@@ -37,13 +40,8 @@ class TorchProblem(Problem):
                  y_test=None, seed=0, name=None):
         import torch
 
-        if not isinstance(model, torch.nn.Module):
-            raise checks.bad("model", model, "a torch.nn.Module", TypeError)
-        self.model = model
-        self._loss_fn = torch.nn.functional.cross_entropy if loss is None else loss
-        if not callable(self._loss_fn):
-            raise checks.bad("loss", loss, "a function loss(outputs, targets) -> tensor, e.g. "
-                             "torch.nn.functional.cross_entropy", TypeError)
+        self.model = fit.model_argument(model)
+        self._loss_fn = fit.loss_argument(loss)
         if metric is not None and metric not in METRICS and not callable(metric):
             raise checks.bad("metric", metric, f"None, one of {METRICS}, or a function "
                              f"metric(outputs, targets) -> float", TypeError if not isinstance(metric, str)
@@ -54,25 +52,31 @@ class TorchProblem(Problem):
         self.names = [n for n, _ in model.named_parameters()]
         self.shapes = [tuple(p.shape) for _, p in model.named_parameters()]
         if not self.names:
-            raise ValueError("model has no parameters to train")
-        X, y = _as_array("X", X), _as_array("y", y)
-        if len(X) != len(y):
-            raise ValueError(f"X has {len(X)} examples and y has {len(y)}: they must match")
-        if X_test is None:
+            raise ValueError(f"model={type(model).__name__} has no parameters to train: give it a "
+                             f"layer with weights, e.g. nn.Linear")
+        X, y = _examples("X", X, "y", y)
+        if (X_test is None) != (y_test is None):
+            given, missing = ("X_test", "y_test") if y_test is None else ("y_test", "X_test")
+            raise ValueError(f"{given} is given without {missing}: give both (the held-out examples "
+                             f"and their targets) or neither (then test_fraction of X is held out)")
+        test_given = X_test is not None
+        if not test_given:
             test_fraction = checks.real("test_fraction", test_fraction, minimum=0.0, below=1.0)
             order = np.random.default_rng([checks.integer("seed", seed, minimum=0), 11]).permutation(len(X))
             held = int(round(test_fraction * len(X)))
             test, train = order[:held], order[held:]
             X_test, y_test, X, y = X[test], y[test], X[train], y[train]
         else:
-            X_test, y_test = _as_array("X_test", X_test), _as_array("y_test", y_test)
+            X_test, y_test = _examples("X_test", X_test, "y_test", y_test)
+            fit.same_rows("X_test", X_test, "X", X)
+            fit.same_rows("y_test", y_test, "y", y)
         if len(X) == 0:
-            raise ValueError("no training examples are left after the test split")
+            raise ValueError(f"test_fraction={test_fraction} is not allowed here: it holds out all "
+                             f"{len(X_test)} examples, leaving none to train on: use a smaller "
+                             f"test_fraction, or give X_test and y_test")
         dtype = model_dtype(model)
-        X, X_test = (a.astype(dtype, copy=False) if np.issubdtype(a.dtype, np.floating) else a
-                     for a in (X, X_test))
-        y, y_test = (a.astype(np.int64, copy=False) if np.issubdtype(a.dtype, np.integer) else a
-                     for a in (y, y_test))
+        X, X_test = (a.astype(dtype, copy=False) if a.dtype.kind in "fb" else a for a in (X, X_test))
+        y, y_test = (a.astype(np.int64, copy=False) if a.dtype.kind in "iub" else a for a in (y, y_test))
         self.X, self.y = X, y
         self.X_test, self.y_test = (X, y) if len(X_test) == 0 else (X_test, y_test)
         self.n = len(X)
@@ -82,6 +86,7 @@ class TorchProblem(Problem):
         super().__init__(flat.numpy().copy())
         self.name = name or type(model).__name__
         self._tensors = None
+        fit.check(self, test_given)          # the model computes on a few rows, the loss scores them
 
     # -- the problem interface ------------------------------------------------------------
     def loss(self, params):
@@ -206,16 +211,29 @@ def model_dtype(model):
 
 
 def _as_array(name, value):
-    try:
-        import torch
+    import torch
 
-        if isinstance(value, torch.Tensor):
-            return value.detach().cpu().numpy()
-    except ImportError:
-        pass
+    if isinstance(value, torch.Tensor):
+        return value.detach().cpu().numpy()
     if isinstance(value, np.ndarray):
         return value
+    if isinstance(value, (list, tuple)):
+        fix = f"np.asarray({name}, dtype=np.float32)" if name.startswith("X") else f"np.asarray({name})"
+        raise checks.bad(name, value, f"a numpy array or a torch tensor, not a {type(value).__name__}: "
+                         f"pass {fix}", TypeError)
+    if hasattr(value, "to_numpy"):                   # a pandas DataFrame or Series
+        raise checks.bad(name, value, f"a numpy array or a torch tensor, not a "
+                         f"{type(value).__name__}: pass {name}.to_numpy()", TypeError)
     raise checks.bad(name, value, "a numpy array or a torch tensor", TypeError)
+
+
+def _examples(x_name, X, y_name, y):
+    """Inputs and targets as numpy arrays of finite numbers, one row per example each."""
+    X, y = checks.data(x_name, _as_array(x_name, X)), checks.data(y_name, _as_array(y_name, y))
+    if len(X) != len(y):
+        raise ValueError(f"{x_name} has {len(X)} examples and {y_name} has {len(y)}: they must "
+                         f"match, one target in {y_name} per row of {x_name}")
+    return X, y
 
 
 def from_torch(model, X, y, loss=None, metric=None, test_fraction=0.2, X_test=None, y_test=None,

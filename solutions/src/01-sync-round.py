@@ -76,12 +76,15 @@ display(timeline)
 print(timeline.state)
 
 # %% tests id=check-predict-idle points=1
+guess = your("predicted_idle_share")
+assert isinstance(guess, (int, float, np.integer, np.floating)) and not isinstance(guess, bool) \
+    and 0 <= guess <= 1, f"predicted_idle_share={guess!r}: a fraction between 0 and 1, please"
+### BEGIN HIDDEN TESTS
 builtin = aps.simulate(problem, workers=4, policy="sync", lr=0.05, steps=30, compute_times=[1, 1, 1, 3])
 measured = builtin.trace.idle_time_per_worker()[:3].mean() / builtin.trace.duration
-guess = your("predicted_idle_share")
-assert 0 <= guess <= 1, f"predicted_idle_share={guess!r}: a fraction between 0 and 1, please"
 assert abs(guess - measured) <= 0.05, \
     f"you predicted {guess:.2f}; the trace says {measured:.2f}. Where does a round's time go?"
+### END HIDDEN TESTS
 
 # %% [markdown]
 # ## Task 1.3 · one big batch
@@ -99,7 +102,9 @@ def gap_to_one_worker(run):
 
 # %% tests id=check-gap points=1
 mine = aps.simulate(problem, workers=4, policy="sync", lr=0.05, steps=30, average=average)
-assert gap_to_one_worker(mine) < 1e-12
+gap = gap_to_one_worker(mine)
+assert gap < 1e-12, f"gap_to_one_worker(mine) returned {gap!r}: 4 sync workers with your round take " \
+    "exactly the steps of 1 worker, so the gap is 0 (up to rounding)"
 ### BEGIN HIDDEN TESTS
 early = aps.simulate(problem, workers=4, policy="sync", lr=0.05, steps=29, average=average)
 assert gap_to_one_worker(early) > 1e-6

@@ -44,7 +44,10 @@ def async_push(params, version, grad, computed_on, lr):
 
 # %% tests id=check-async-push points=3
 params = np.array([1.0, 1.0])
-new_params, new_version, staleness = async_push(params, 1, np.array([0.0, 1.0]), 0, 0.5)
+pushed = async_push(params, 1, np.array([0.0, 1.0]), 0, 0.5)
+assert isinstance(pushed, tuple) and len(pushed) == 3, \
+    f"async_push must return a tuple (new_params, new_version, staleness); it returned {pushed!r:.60}"
+new_params, new_version, staleness = pushed
 assert np.allclose(new_params, [1.0, 0.5]), "the step lands on the current parameters"
 assert new_version == 2, "the push computed on v0, applied to v1, makes v2"
 assert staleness == 1, "computed on v0, applied to v1: stale by 1"
@@ -89,7 +92,9 @@ def same_as_builtin(run):
 # %% tests id=check-same-as-builtin points=1
 mine = aps.simulate(quadratic, workers=2, policy="async", lr=0.1, steps=8, compute_times=[1, 1.5],
                     apply=async_push)
-assert same_as_builtin(mine) is True
+same = same_as_builtin(mine)
+assert same is True, f"same_as_builtin(mine) returned {same!r}: your push is correct, so this run is " \
+    "the built-in one, and the answer must be True"
 ### BEGIN HIDDEN TESTS
 wrong = aps.simulate(quadratic, workers=2, policy="async", lr=0.2, steps=8, compute_times=[1, 1.5])
 assert same_as_builtin(wrong) is False
@@ -121,10 +126,14 @@ four = aps.simulate(quadratic, workers=4, steps=40, apply=async_push)
 print("pushes stale by 0, 1, 2, ...:", four.trace.staleness_histogram().tolist())
 
 # %% tests id=check-predict-staleness points=1
-histogram = aps.simulate(quadratic, workers=4, steps=40).trace.staleness_histogram()
 guess = your("predicted_staleness")
+assert isinstance(guess, (int, np.integer)) and not isinstance(guess, bool) and guess >= 0, \
+    f"predicted_staleness={guess!r}: a whole number of versions (0, 1, 2, ...), please"
+### BEGIN HIDDEN TESTS
+histogram = aps.simulate(quadratic, workers=4, steps=40).trace.staleness_histogram()
 assert guess == int(np.argmax(histogram)), \
     f"you predicted {guess!r}; most pushes are stale by {int(np.argmax(histogram))}"
+### END HIDDEN TESTS
 
 # %% [markdown]
 # ## Task 2.4 · a push that copes with a straggler
@@ -182,7 +191,10 @@ for seed in range(2):
           f"yours {versions_at(careful_push, seed)}")
 
 # %% tests id=check-careful-push points=4
-new_params, new_version, staleness = careful_push(np.array([1.0, 1.0]), 5, np.array([0.5, 0.0]), 5, 0.1)
+pushed = careful_push(np.array([1.0, 1.0]), 5, np.array([0.5, 0.0]), 5, 0.1)
+assert isinstance(pushed, tuple) and len(pushed) == 3, \
+    f"careful_push must return a tuple (new_params, new_version, staleness); it returned {pushed!r:.60}"
+new_params, new_version, staleness = pushed
 assert new_version == 6 and staleness == 0, "the same versions and staleness as async_push"
 assert np.allclose(new_params, [0.95, 1.0]), "a fresh push (staleness 0) is the plain step"
 ### BEGIN HIDDEN TESTS

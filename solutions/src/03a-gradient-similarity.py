@@ -156,10 +156,15 @@ for name, problem in [("mlp", mlp), ("logistic", logistic)]:
 
 # %% tests id=check-predict-mlp points=1
 guess = your("predicted_mlp")
+assert isinstance(guess, dict) and set(guess) == {"iid", "by_label"} \
+    and set(guess.values()) <= {"above", "below"}, \
+    f'predicted_mlp={guess!r:.80}: a dict {{"iid": ..., "by_label": ...}}, each "above" or "below"'
+### BEGIN HIDDEN TESTS
 measured = {partition: "above" if mean_pairwise_similarity(
                 worker_gradients(mlp, 4, partition, mlp.x0)) >= 0.5 else "below"
-            for partition in ["iid", "by_label"]}
+            for partition in ("iid", "by_label")}
 assert guess == measured, f"you predicted {guess!r}; the measurement says {measured!r}"
+### END HIDDEN TESTS
 
 # %% [markdown]
 # Which way do the logistic workers step? The step is −lr × gradient; compare it with the direction

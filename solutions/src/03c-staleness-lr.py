@@ -146,7 +146,9 @@ def largest_stable_lr(workers, policy, lrs, lr_schedule="constant"):
     ### END SOLUTION
 
 # %% tests id=check-largest-stable-lr points=2
-assert largest_stable_lr(2, "async", [0.5, 0.9, 1.5]) == 0.9
+largest = largest_stable_lr(2, "async", [0.5, 0.9, 1.5])
+assert largest == 0.9, f'largest_stable_lr(2, "async", [0.5, 0.9, 1.5]) returned {largest!r}: 0.9 ' \
+    "converges and 1.5 does not"
 assert largest_stable_lr(2, "async", [1.5, 3.0]) is None, "none of them converges"
 ### BEGIN HIDDEN TESTS
 def reference_converges(lr, workers, policy, lr_schedule="constant"):
@@ -207,9 +209,13 @@ for workers in WORKERS:
 
 # %% tests id=check-predict-lr points=1
 guess = your("predicted_lr_4_workers")
+assert isinstance(guess, (int, float, np.integer, np.floating)) and not isinstance(guess, bool) \
+    and guess > 0, f"predicted_lr_4_workers={guess!r}: a learning rate (a number > 0), please"
+### BEGIN HIDDEN TESTS
 measured = table[4][1]                              # 4 workers, async, constant lr
 assert abs(guess - measured) <= 0.05 + 1e-9, \
     f"you predicted {guess!r}; 4 async workers are stable up to lr {measured:.2f} in LRS"
+### END HIDDEN TESTS
 
 # %% [markdown]
 # ## What the numbers say
@@ -304,7 +310,11 @@ for seed in range(2):
 
 # %% tests id=check-compensated-push points=4
 push = make_compensated_push()
-new_params, new_version, staleness = push(np.array([2.0]), 0, np.array([0.5]), 0, 0.1)
+assert callable(push), f"make_compensated_push() must return a push function; it returned {push!r:.60}"
+pushed = push(np.array([2.0]), 0, np.array([0.5]), 0, 0.1)
+assert isinstance(pushed, tuple) and len(pushed) == 3, \
+    f"your push must return a tuple (new_params, new_version, staleness); it returned {pushed!r:.60}"
+new_params, new_version, staleness = pushed
 assert np.allclose(new_params, [1.95]) and new_version == 1 and staleness == 0, \
     "a fresh push is the plain step"
 ### BEGIN HIDDEN TESTS

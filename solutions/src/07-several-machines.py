@@ -110,7 +110,10 @@ def seconds_per_push(trace):
 
 # %% tests id=check-seconds-per-push points=1
 run = aps.simulate(problem, workers=2, policy="async", lr=0.05, steps=10, compute_times=[1, 1])
-assert abs(seconds_per_push(run.trace) - run.trace.duration / 10) < 1e-12
+seconds = seconds_per_push(run.trace)
+assert seconds is not None and abs(seconds - run.trace.duration / 10) < 1e-12, \
+    f"seconds_per_push(run.trace) returned {seconds!r}: this run made 10 pushes in " \
+    f"{run.trace.duration:.4g} time units"
 ### BEGIN HIDDEN TESTS
 none = aps.simulate(problem, workers=2, policy="async", lr=0.05, steps=10, push_every=None)
 assert seconds_per_push(none.trace) is None, "no push: None, not a division by zero"

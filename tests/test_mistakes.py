@@ -1,0 +1,63 @@
+"""Every learner mistake in tests/mistakes/ gets a message in the learner's terms, as its last line.
+
+Each mistake runs as the user meets it: a script run with `python`, or `python -m asyncps ...`.
+It must fail (a non-zero exit status), and the last non-empty line the user sees must hold the
+catalogued words and must not be a traceback frame (the README's promise: bad input raises a
+ValueError or TypeError naming the argument, the value given and what is allowed)."""
+import os
+import runpy
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CATALOGUE = ROOT / "tests" / "mistakes"
+
+
+def mistakes():
+    found = []
+    for path in sorted(CATALOGUE.glob("*.py")):
+        for m in runpy.run_path(str(path))["MISTAKES"]:
+            found.append(pytest.param(m, id=m["name"], marks=m.get("marks", ())))
+    return found
+
+
+def test_the_catalogue_holds_at_least_30_mistakes_each_named_once():
+    names = [p.values[0]["name"] for p in mistakes()]
+    assert len(names) >= 30, len(names)
+    assert len(names) == len(set(names)), sorted(n for n in names if names.count(n) > 1)
+    for p in mistakes():
+        m = p.values[0]
+        assert set(m) <= {"name", "before", "script", "argv", "says", "marks", "timeout"}, m["name"]
+        assert ("script" in m) != ("argv" in m) and m["says"] and m["before"], m["name"]
+
+
+def last_line(text):
+    lines = [line for line in text.splitlines() if line.strip()]
+    return lines[-1] if lines else ""
+
+
+def seen(m, folder):
+    """(exit status, the last line the user sees, all they see) for one mistake."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1", PYTHONWARNINGS="ignore")
+    if "script" in m:
+        (folder / "mistake.py").write_text(m["script"].strip() + "\n")
+        command = [sys.executable, "mistake.py"]
+    else:
+        command = [sys.executable, "-m", "asyncps", *m["argv"]]
+    done = subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True,
+                          timeout=m.get("timeout", 120))
+    shown = done.stderr if done.stderr.strip() else done.stdout
+    return done.returncode, last_line(shown), done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("m", mistakes())
+def test_a_mistake_ends_with_its_message(m, tmp_path):
+    status, line, everything = seen(m, tmp_path)
+    assert status != 0, f"{m['name']}: exit status 0; it printed:\n{everything[-3000:]}"
+    assert not line.startswith((" ", "\t", "Traceback")), \
+        f"{m['name']}: the last line is a traceback frame: {line!r}\n{everything[-3000:]}"
+    missing = [word for word in m["says"] if word not in line]
+    assert not missing, f"{m['name']}: the last line {line!r} lacks {missing}\n{everything[-3000:]}"

@@ -1,0 +1,148 @@
+"""The student's self-check (asyncps check) answers in the student's terms: each failure on the task
+whose code caused it, a syntax error as a syntax error, "fix Task N first" instead of a failure
+counted twice, and no measured answer given away before the student has predicted it."""
+import ast
+import builtins
+import copy
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_notebook
+
+from asyncps import grade as grader
+from asyncps.check import check
+
+ROOT = Path(__file__).resolve().parents[1]
+SOLUTIONS, EXERCISES = ROOT / "solutions", ROOT / "exercises"
+
+
+def answered(name, folder, wrong=None):
+    """The exercise `name` with every task answered as the solution does, but cells in `wrong`."""
+    wrong = wrong or {}
+    nb = nbformat.read(EXERCISES / f"{name}.ipynb", 4)
+    answers = {c.metadata["nbgrader"]["grade_id"]: c.source for c in nbformat.read(
+        SOLUTIONS / f"{name}.ipynb", 4).cells if c.metadata.get("nbgrader", {}).get("solution")}
+    for c in nb.cells:
+        grade_id = c.metadata.get("nbgrader", {}).get("grade_id")
+        if c.metadata.get("nbgrader", {}).get("solution"):
+            c.source = wrong.get(grade_id, answers[grade_id])
+    path = Path(folder) / f"{name}.ipynb"
+    nbformat.write(nb, path)
+    return path
+
+
+def by_task(results):
+    return {r.task.split(":")[0]: r for r in results}
+
+
+OFF_BY_ONE = '''def async_push(params, version, grad, computed_on, lr):
+    return params - lr * grad, version + 1, version - computed_on + 1
+'''
+
+
+def test_a_failing_task_is_blamed_once_and_a_task_that_uses_it_waits_for_it(tmp_path):
+    results = by_task(check(answered("02-async-push", tmp_path, {"async-push": OFF_BY_ONE})))
+    assert results["Task 2.1"].points == 0 and "stale by 1" in results["Task 2.1"].detail
+    assert results["Task 2.2"].points == 0
+    assert results["Task 2.2"].detail == ("not checked: it uses async_push from Task 2.1, which "
+                                          "fails; fix Task 2.1 first")
+    assert results["Task 2.4"].points == results["Task 2.4"].max_points   # does not use async_push
+    report = grader.report(list(results.values()), "x", tool="asyncps.check")
+    assert report.splitlines()[-1].startswith("first to fix: Task 2.1: ")
+
+
+def test_the_self_check_gives_no_measured_answer_away_and_the_grade_still_grades_it(tmp_path):
+    """A wrong prediction of the right form passes the visible check, which says nothing of the
+    measurement; the instructor's grade (hidden tests) fails it. Control: the right one passes."""
+    wrong = answered("02-async-push", tmp_path, {"predict-staleness": "predicted_staleness = 1\n"})
+    seen = by_task(check(wrong))["Task 2.3"]
+    assert (seen.points, seen.detail) == (1, "passed")
+    graded = by_task(grader.grade(wrong, SOLUTIONS))["Task 2.3"]
+    assert graded.points == 0 and "stale by 3" in graded.detail
+    right = tmp_path / "right"
+    right.mkdir()
+    assert by_task(grader.grade(answered("02-async-push", right), SOLUTIONS))["Task 2.3"].points == 1
+
+
+def predict_tasks():
+    for path in sorted(EXERCISES.glob("*.ipynb")):
+        nb = nbformat.read(path, 4)
+        for cell in nb.cells:
+            grader_ = cell.metadata.get("nbgrader", {})
+            if grader_.get("grade") and grader_["grade_id"].startswith("check-predict"):
+                yield pytest.param(path.stem, grader_["grade_id"], id=f"{path.stem}:{grader_['grade_id']}")
+
+
+@pytest.mark.parametrize("name, grade_id", list(predict_tasks()))
+def test_the_visible_check_of_a_prediction_checks_only_its_form(name, grade_id):
+    """It reads the prediction and nothing the notebook measured: only the names its own task's
+    cell defines, `your`, numpy and Python's builtins."""
+    nb = nbformat.read(EXERCISES / f"{name}.ipynb", 4)
+    cells = [c for c in nb.cells if c.cell_type == "code"]
+    test = next(c for c in cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
+    solution = [c for c in cells[:cells.index(test)] if c.metadata.get("nbgrader", {}).get("solution")][-1]
+    answers = {c.metadata["nbgrader"]["grade_id"]: c.source for c in nbformat.read(
+        SOLUTIONS / f"{name}.ipynb", 4).cells if c.metadata.get("nbgrader", {}).get("solution")}
+    own, _ = grader._names(answers[solution.metadata["nbgrader"]["grade_id"]])
+    its_own, read = grader._names(test.source)
+    assert own and read - its_own - own - {"your", "np"} - set(dir(builtins)) == set(), test.source
+
+
+def test_a_syntax_error_is_shown_as_one_with_its_line(tmp_path):
+    broken = "def async_push(params, version, grad, computed_on, lr):\n    return params - lr * grad,, 1\n"
+    results = by_task(check(answered("02-async-push", tmp_path, {"async-push": broken})))
+    detail = results["Task 2.1"].detail
+    assert detail.startswith("your code raises SyntaxError at line 2 (return params - lr * grad,, 1)")
+    assert "NameError" not in detail
+    assert results["Task 2.2"].detail.startswith("not checked: it uses async_push from Task 2.1")
+
+
+# -- the attribution, on notebooks made here (no kernel) ------------------------------------
+def cell(source, grade_id=None, solution=False, grade=False, task=None, error=None, ran=True):
+    c = new_code_cell(source)
+    if grade_id:
+        c.metadata["nbgrader"] = dict(grade_id=grade_id, solution=solution, grade=grade, points=1)
+    if task:
+        c.metadata["asyncps"] = {"task": task}
+    c.execution_count = 1 if ran else None
+    c.outputs = [] if error is None else [nbformat.v4.new_output(
+        "error", ename=error[0], evalue=error[1], traceback=[])]
+    return c
+
+
+def test_a_dependency_through_a_locked_cell_is_found_and_an_own_error_wins():
+    nb = new_notebook(cells=[
+        cell("import numpy as np"),
+        cell("def push(p):\n    return p", "push", solution=True, task="Task 1.1: push"),
+        cell("assert push(1) == 2, 'wrong'", "check-push", grade=True, error=("AssertionError", "wrong")),
+        cell("run = [push(k) for k in range(3)]"),                  # a locked cell: uses push
+        cell("def total(r):\n    return sum(r)", "total", solution=True, task="Task 1.2: total"),
+        cell("assert total(run) == 6", "check-total", grade=True, error=("AssertionError", "")),
+        cell("x = = 1", "other", solution=True, task="Task 1.3: other",
+             error=("SyntaxError", "invalid syntax (1.py, line 1)")),
+        cell("assert x == 1", "check-other", grade=True, error=("NameError", "name 'x' is not defined")),
+    ])
+    results = by_task(grader.score(nb, copy.deepcopy(nb)))
+    assert results["Task 1.1"].detail == "AssertionError: wrong"
+    assert results["Task 1.2"].detail == ("not checked: it uses push from Task 1.1, which fails; "
+                                          "fix Task 1.1 first")
+    assert results["Task 1.3"].detail == "your code raises SyntaxError at line 1: invalid syntax"
+
+
+def test_a_task_that_passes_is_never_blamed_on_others():
+    nb = new_notebook(cells=[
+        cell("def push(p):\n    return p", "push", solution=True, task="Task 1.1: push"),
+        cell("assert push(1) == 2", "check-push", grade=True, error=("AssertionError", "")),
+        cell("y = push(2)", "uses", solution=True, task="Task 1.2: uses"),
+        cell("assert y == 2", "check-uses", grade=True),
+    ])
+    results = by_task(grader.score(nb, copy.deepcopy(nb)))
+    assert (results["Task 1.2"].points, results["Task 1.2"].detail) == (1, "passed")
+
+
+def test_names_are_read_by_ast_and_by_a_regex_where_the_cell_does_not_parse():
+    defined, read = grader._names("import numpy as np\nx, y = 1, 2\ndef f(a):\n    return g(a)\n")
+    assert defined == {"np", "x", "y", "f"} and "g" in read and "x" not in read
+    assert grader._names("%matplotlib inline\nz = w")[0] == {"z"}
+    assert grader._names("def f(:\n    pass\nq = 3")[0] == {"f", "q"}
