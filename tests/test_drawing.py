@@ -402,3 +402,21 @@ def test_the_playground_s_rows_wrap_and_its_pictures_shrink_to_the_output_area()
 def test_a_picture_nested_in_another_is_not_resized_by_the_rule():
     rule = re.search(r"<style>(.*?)\{", FIT_STYLE)[1]
     assert rule.startswith(":not(svg)>")                    # only pictures whose parent is HTML
+
+
+def test_a_version_label_is_drawn_inside_its_compute_bar_only_where_it_fits():
+    """White on a compute bar's blue; a label wider than its bar would sit on the pale lane
+    (1.09:1, as the visual test once measured for "v916" on a real run). Four-digit versions on
+    bars from a few px up to ~60 px: every drawn label fits its bar, and some are drawn."""
+    run = aps.simulate(aps.problems.Quadratic(curvature=[1.0], x0=[1.0]), workers=3, lr=0.01,
+                       steps=1200, compute_times=[1, 1.3, 1.7], jitter=0.5, seed=2)
+    model = rt.TimelineModel(run.trace)
+    drawn = 0
+    for width in (480, 720, 1400):
+        for frame in (model.frames // 2, model.frames - 1):
+            svg_text = rt.timeline_svg(model, frame, width)
+            white = r'<rect [^>]*\swidth="([\d.]+)"[^>]*/><text [^>]*fill="#ffffff"[^>]*>(v\d+)</text>'
+            for bar, label in re.findall(white, svg_text):
+                drawn += 1
+                assert float(bar) > 1.1 * rt.LABEL_CHAR * len(label) + 6, (width, frame, bar, label)
+    assert drawn > 0

@@ -8,6 +8,8 @@ import os
 import runpy
 import subprocess
 import sys
+import traceback
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -53,9 +55,26 @@ def seen(m, folder):
     return done.returncode, last_line(shown), done.stdout + done.stderr
 
 
+@pytest.fixture(scope="module")
+def outcomes(request, tmp_path_factory):
+    """What every selected mistake shows, run two at a time (each is a Python of its own; this
+    machine has 2 cores)."""
+    selected = [item.callspec.params["m"] for item in request.session.items
+                if getattr(item, "originalname", None) == "test_a_mistake_ends_with_its_message"]
+    def one(m):
+        try:
+            return seen(m, tmp_path_factory.mktemp(m["name"]))
+        except Exception:                       # noqa: BLE001 - that mistake's test says what
+            return None, "", traceback.format_exc()
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return {m["name"]: result for m, result in zip(selected, pool.map(one, selected))}
+
+
 @pytest.mark.parametrize("m", mistakes())
-def test_a_mistake_ends_with_its_message(m, tmp_path):
-    status, line, everything = seen(m, tmp_path)
+def test_a_mistake_ends_with_its_message(m, outcomes):
+    status, line, everything = outcomes[m["name"]]
+    assert status is not None, f"{m['name']}: could not be run:\n{everything}"
     assert status != 0, f"{m['name']}: exit status 0; it printed:\n{everything[-3000:]}"
     assert not line.startswith((" ", "\t", "Traceback")), \
         f"{m['name']}: the last line is a traceback frame: {line!r}\n{everything[-3000:]}"

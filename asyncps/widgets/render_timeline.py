@@ -179,8 +179,9 @@ def timeline_svg(model, frame, width=720):
                                  COLORS["compute"] if done else COLORS["computing"],
                                  stroke=TEXT if current else "none" if done else COLORS["compute"],
                                  width=2 if current else 0 if done else 1))
-                if x1 - x0 > 20:
-                    body.append(text((x0 + x1) / 2, y + 14, f"v{e.computed_on}", anchor="middle",
+                label = f"v{e.computed_on}"     # only where it fits: white on the lane is unreadable
+                if x1 - x0 > max(20, 1.1 * LABEL_CHAR * len(label) + 6):       # 11 px, not 10
+                    body.append(text((x0 + x1) / 2, y + 14, label, anchor="middle",
                                      color=ON_COMPUTE if done else TEXT, weight="600"))
             else:
                 body.append(rect(x0, y, x1 - x0, LANE - 6, COLORS["wait"],
