@@ -3,6 +3,7 @@ trained on every engine, float32 from the server to the trace and the checkpoint
 invariants intact, a model that cannot travel refused at once, no network needed."""
 import socket
 import threading
+import weakref
 
 import numpy as np
 import pytest
@@ -10,6 +11,7 @@ import torch
 from engines import ALL, nothing_left_behind, run_on  # noqa: F401 (a fixture)
 
 import asyncps as aps
+from asyncps.problems import torch_model
 
 pytestmark = pytest.mark.usefixtures("nothing_left_behind")
 
@@ -155,6 +157,38 @@ def test_threads_sharing_one_torch_problem_compute_exact_gradients_and_leave_the
     assert wrong == []
     user_weights = torch.nn.utils.parameters_to_vector(MODEL.model.parameters()).detach().numpy()
     assert np.array_equal(user_weights, MODEL.x0)
+
+
+def test_replicas_belong_to_the_problem_not_to_the_thread_that_made_them(monkeypatch):
+    """Issue 26: torch's rpc runs the server's handlers on threads whose Python state is dropped
+    after every call. The replicas lived in a threading.local, which that state owns, so the
+    server's evaluations destroyed a copy of the model at the end of each call, and torch 2.11
+    crashed doing it (double free). A replica made on a thread outlives it and serves the next
+    thread; two calls at once get two replicas."""
+    problem = aps.problems.from_torch(sequential(), X, Y)
+    made, real = [], torch_model._Replica.__init__
+
+    def counted(replica, model, device):
+        real(replica, model, device)
+        made.append(weakref.ref(replica))
+    monkeypatch.setattr(torch_model._Replica, "__init__", counted)
+    for i in range(4):                               # one after another, each on a thread of its own
+        thread = threading.Thread(target=lambda i=i: (problem.loss(problem.x0 + i),
+                                                      problem.gradient(problem.x0, np.arange(8))))
+        thread.start()
+        thread.join()
+    assert len(made) == 1 and made[0]() is not None, "the thread's end destroyed its replica"
+    inside = threading.Barrier(2)
+
+    def at_once():
+        with problem._borrowed():
+            inside.wait(timeout=10)
+    threads = [threading.Thread(target=at_once) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(made) == 2 and all(ref() is not None for ref in made)
 
 
 def test_digits_leave_torch_s_global_random_state_alone():

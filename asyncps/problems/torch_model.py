@@ -1,11 +1,15 @@
 """Any torch model as a problem: `aps.problems.from_torch(model, X, y, loss=..., metric="accuracy")`.
 
 The server sees one flat parameter vector, like every other problem, in the model's dtype
-(float32 for an ordinary model). Each thread that computes with the problem gets its own
-replica of the model whose parameters and gradients are views into two flat buffers: a
-version's parameters are copied in with one memcpy, autograd accumulates the minibatch's
-gradient straight into the flat gradient buffer, and threads never share a module (a module
-is not safe to call from two threads while its parameters change). The loss and the metric of
+(float32 for an ordinary model). Each call that computes with the problem borrows a replica
+of the model, whose parameters and gradients are views into two flat buffers, from the
+problem's pool, and gives it back after the call: a version's parameters are copied in with one
+memcpy, autograd accumulates the minibatch's gradient straight into the flat gradient buffer,
+and two calls at once never share a module (a module is not safe to call from two threads while
+its parameters change). The pool holds as many replicas as calls ever ran at once. It is not a
+`threading.local`: what that holds dies with the thread's Python state, and the threads of
+torch's rpc drop theirs after every call, so the server's evaluations made and destroyed a copy
+of the model each time, and torch 2.11 crashed destroying a module there (issue 26). The loss and the metric of
 a version are measured on held-out data (`test_fraction` of the examples, split by `seed`, or
 `X_test`, `y_test`). The model the user passed is never changed — unless it cannot be copied (it
 holds a lock, say): then the threads take turns on it. The data must be finite numbers, and the
@@ -16,6 +20,7 @@ It travels to worker processes and rpc ranks as the model itself plus its data (
 module's state with its class; cloudpickle sends a class defined in a notebook cell by value).
 torch is imported when such a problem is made, not when asyncps is imported.
 """
+import contextlib
 import copy
 import threading
 
@@ -85,7 +90,7 @@ class TorchProblem(Problem):
             flat = torch.cat([p.detach().reshape(-1).cpu() for p in model.parameters()])
         super().__init__(flat.numpy().copy())
         self.name = name or type(model).__name__
-        self._tensors = None
+        self._tensors, self._pool, self._shared = None, [], None
         fit.check(self, test_given)          # the model computes on a few rows, the loss scores them
 
     # -- the problem interface ------------------------------------------------------------
@@ -107,8 +112,7 @@ class TorchProblem(Problem):
 
             idx = torch.from_numpy(np.asarray(indices)).to(self.device)
             X, y = X[idx], y[idx]
-        replica = self._replica()
-        with replica.lock:
+        with self._borrowed() as replica:
             replica.load(params)
             replica.grad.zero_()
             self._loss_fn(replica.model(X), y).backward()
@@ -118,25 +122,36 @@ class TorchProblem(Problem):
         if device == self.device:
             return self
         moved = copy.copy(self)
-        moved.device, moved._tensors, moved._last, moved._replicas = str(device), None, None, None
-        return moved                         # each thread's replica is copied to the device
+        moved.device, moved._tensors, moved._last = str(device), None, None
+        moved._pool, moved._shared = [], None
+        return moved                         # its replicas are made on the device
 
     def __getstate__(self):                     # tensors and replicas are rebuilt where it is unpickled
-        return {**self.__dict__, "_tensors": None, "_last": None, "_replicas": None}
+        return {**self.__dict__, "_tensors": None, "_last": None, "_pool": [], "_shared": None}
 
     def __repr__(self):
         return f"from_torch({self.name}, parameters={self.dim}, dtype={self.x0.dtype}, n={self.n})"
 
     # -- helpers ----------------------------------------------------------------------------
-    def _replica(self):
-        """This thread's own copy of the model (one per thread, made on first use)."""
-        local = self.__dict__.get("_replicas")
-        if local is None:
-            local = self._replicas = threading.local()
-        replica = getattr(local, "replica", None)
-        if replica is None:
-            replica = local.replica = _Replica(self.model, self.device)
-        return replica
+    @contextlib.contextmanager
+    def _borrowed(self):
+        """A replica of the model for one call: a free one from the pool, or a new one when all
+        are in use; given back to the pool when the call ends (list.pop and append are atomic)."""
+        if self._shared is None:
+            try:
+                replica = self._pool.pop()
+            except IndexError:
+                replica = _Replica.of_a_copy(self.model, self.device)
+            if replica is not None:
+                try:
+                    yield replica
+                finally:
+                    self._pool.append(replica)
+                return
+        with _Replica.shared_lock:           # it holds a lock, a file...: one replica, in turn
+            if self._shared is None:
+                self._shared = _Replica(self.model, self.device)
+            yield self._shared
 
     def _evaluate(self, params):
         """Loss and metric of `params` on the held-out data (one forward pass for both)."""
@@ -146,8 +161,7 @@ class TorchProblem(Problem):
         if cached is not None and np.array_equal(cached[0], params):
             return cached[1]
         _, _, X, y = self._data()
-        replica = self._replica()
-        with torch.no_grad(), replica.lock:
+        with torch.no_grad(), self._borrowed() as replica:
             replica.load(params)
             out = replica.model(X)
             loss = float(self._loss_fn(out, y))
@@ -167,15 +181,21 @@ class TorchProblem(Problem):
 class _Replica:
     """A model whose parameters and gradients are views into two flat buffers."""
 
-    _shared_lock = threading.Lock()          # for a model that cannot be copied (see below)
+    shared_lock = threading.Lock()           # for a model that cannot be copied (TorchProblem._borrowed)
+
+    @classmethod
+    def of_a_copy(cls, model, device):
+        """A replica of a deep copy of `model`, or None where the model cannot be copied."""
+        try:
+            copied = copy.deepcopy(model)
+        except Exception:                    # noqa: BLE001 - it holds a lock, a file...
+            return None
+        return cls(copied, device)
 
     def __init__(self, model, device):
         import torch
 
-        try:
-            self.model, self.lock = copy.deepcopy(model).to(device), _NoLock()
-        except Exception:                    # noqa: BLE001 - it holds a lock, a file...: share it, in turn
-            self.model, self.lock = model.to(device), _Replica._shared_lock
+        self.model = model.to(device)
         params = list(self.model.parameters())
         dtype = params[0].dtype
         self.flat = torch.zeros(sum(p.numel() for p in params), dtype=dtype, device=device)
@@ -193,14 +213,6 @@ class _Replica:
         import torch
 
         self.flat.copy_(torch.from_numpy(np.ascontiguousarray(params)))   # one copy (and cast)
-
-
-class _NoLock:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *_):
-        return False
 
 
 def model_dtype(model):
