@@ -81,7 +81,10 @@ class TorchProblem(Problem):
                              f"test_fraction, or give X_test and y_test")
         dtype = model_dtype(model)
         X, X_test = (a.astype(dtype, copy=False) if a.dtype.kind in "fb" else a for a in (X, X_test))
-        y, y_test = (a.astype(np.int64, copy=False) if a.dtype.kind in "iub" else a for a in (y, y_test))
+        # float targets (regression) in the model's dtype too: torch 2.11 cannot backpropagate
+        # a float32 model's MSE against float64 targets ("Found dtype Double but expected Float")
+        y, y_test = (a.astype(np.int64, copy=False) if a.dtype.kind in "iub" else
+                     a.astype(dtype, copy=False) if a.dtype.kind == "f" else a for a in (y, y_test))
         self.X, self.y = X, y
         self.X_test, self.y_test = (X, y) if len(X_test) == 0 else (X_test, y_test)
         self.n = len(X)
