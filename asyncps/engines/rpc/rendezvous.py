@@ -35,8 +35,15 @@ def _rendezvous(url, **_):
     rank, world_size = int(query["rank"][0]), int(query["world_size"][0])
     timeout = timedelta(seconds=_LISTENING.get("timeout", 300.0))
     if rank == 0:
-        store = dist.TCPStore(where.hostname, where.port, world_size, True, timeout=timeout,
-                              wait_for_workers=False, master_listen_fd=_LISTENING["socket"].fileno())
+        ours = dict(wait_for_workers=False, master_listen_fd=_LISTENING["socket"].fileno())
+        try:
+            store = dist.TCPStore(where.hostname, where.port, world_size, True, timeout=timeout, **ours)
+        except NotImplementedError:          # older torch: its libuv store cannot take our socket.
+            # The legacy store polls the descriptor itself: a copy of its own, which Python's
+            # closing of our socket at exit does not pull from under it.
+            ours["master_listen_fd"] = os.dup(ours["master_listen_fd"])
+            store = dist.TCPStore(where.hostname, where.port, world_size, True, timeout=timeout,
+                                  use_libuv=False, **ours)
     else:
         store = dist.TCPStore(where.hostname, where.port, world_size, False, timeout=timeout)
     yield store, rank, world_size
