@@ -36,7 +36,8 @@ ENGINES = ("threads", "processes", "rpc")
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda",
-                        help="where the workers compute (default: cuda; cpu runs the same checks without a GPU)")
+                        help="where the workers compute (default: cuda; cpu runs the same checks "
+                             "without a GPU)")
     device = parser.parse_args(argv).device
     if device == "cuda" and not torch.cuda.is_available():
         print(f"gpu_check: SKIPPED: no CUDA GPU is visible to torch {torch.__version__} "
@@ -75,7 +76,8 @@ def run_check(what, check):
 
 def checks_on(device, count):
     """Every check, as (what, a function returning (problems, seen)), in the order they run."""
-    devices = lambda n: [f"cuda:{k % count}" for k in range(n)] if device == "cuda" else ["cpu"] * n  # noqa: E731
+    def devices(n):
+        return [f"cuda:{k % count}" for k in range(n)] if device == "cuda" else ["cpu"] * n
     mlp = aps.problems.MLP(n=2048, dim=32, hidden=64, classes=8, seed=0)
     checks = []
     for engine in ENGINES:

@@ -193,3 +193,28 @@ def test_gpu_check_skips_cleanly_without_a_gpu():
     script = Path(__file__).resolve().parents[1] / "scripts" / "gpu_check.py"
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and "SKIPPED" in out.stdout
+
+
+def test_gpu_check_runs_every_check_and_reports_each(monkeypatch, capsys):
+    """Issue 26: gpu_check stopped at its first exception, so the checks after it never ran."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "gpu_check.py"
+    spec = importlib.util.spec_from_file_location("gpu_check", path)
+    gpu_check = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gpu_check)
+
+    def crashes():
+        raise RuntimeError("the rpc server (rank 0) killed by signal 6 (SIGABRT)")
+    checks = [("rpc       crashes", crashes),
+              ("threads   fails", lambda: (["loss did not fall"], "loss 1 -> 2")),
+              ("threads   passes", lambda: ([], "loss 2 -> 1"))]
+    monkeypatch.setattr(gpu_check, "checks_on", lambda device, count: checks)
+    assert gpu_check.main(["--device", "cpu"]) == 1
+    out = capsys.readouterr().out
+    assert "rpc       crashes FAILED  raised" in out and "RuntimeError: the rpc server (rank 0) killed" in out
+    assert "threads   fails FAILED  loss 1 -> 2" in out and "loss did not fall" in out
+    assert "threads   passes ok  loss 2 -> 1" in out
+    assert "gpu_check: 2 of 3 FAILED (1 of 3 checks passed)" in out
+    assert "torch " in out.splitlines()[0] and "Python " in out.splitlines()[0]

@@ -58,12 +58,49 @@ def test_readme_opens_with_the_two_commands():
     assert [line.split("#")[0].strip() for line in first_block] == ["make lab", "make test"]
 
 
-def test_ci_runs_make_test_and_nothing_else():
+def test_ci_runs_make_test_and_one_more_combination_of_the_matrix():
     lines = [line.strip() for line in (ROOT / ".ci/run").read_text().splitlines()
              if line.strip() and not line.strip().startswith("#")]
-    assert lines[-1] in ("exec make test", "make test")
-    assert all(line.startswith(("set ", "cd ", "export CI=true")) for line in lines[:-1])
+    assert lines[-2] == "make test" and "set -eu" in lines        # a failure of either fails CI
+    extra = re.fullmatch(r"(?:exec )?make test-matrix ONLY=(\S+)", lines[-1])
+    assert extra and extra.group(1) in _matrix()["ids"]
+    assert all(line.startswith(("set ", "cd ", "export CI=true")) for line in lines[:-2])
     assert "|| true" not in (ROOT / ".ci/run").read_text()
+
+
+def _matrix():
+    """What noxfile.py tests (read, not imported: nox is not in the test venv)."""
+    import ast
+
+    values = {}
+    for node in ast.parse((ROOT / "noxfile.py").read_text()).body:
+        if isinstance(node, ast.Assign):
+            try:
+                value = ast.literal_eval(node.value)
+            except ValueError:
+                continue
+            for target in node.targets:
+                names = [getattr(t, "id", None) for t in getattr(target, "elts", [target])]
+                for name, v in zip(names, value if len(names) > 1 else [value]):
+                    values[name] = v
+    pythons, oldest, newest, gpu = values["PYTHONS"], values["OLDEST"], values["NEWEST"], values["GPU_STACK"]
+    pairs = [(p, t) for p in pythons for t in (oldest, newest)] + [gpu]
+    return {"pythons": pythons, "oldest": oldest, "newest": newest,
+            "ids": [f"{p}-torch{t}" for p, t in pairs]}
+
+
+def test_only_tested_versions_are_declared():
+    """pyproject.toml's lower bounds are the oldest the matrix runs, and the README lists the matrix."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    matrix = _matrix()
+    assert project["requires-python"] == f">={matrix['pythons'][0]}"
+    assert _pyproject_requirements("torch")["pytorch"] in (f">={matrix['oldest']}",
+                                                          f">={matrix['oldest'].removesuffix('.0')}")
+    readme = (ROOT / "README.md").read_text()
+    tested = re.search(r"^Tested versions: (.*?)\n\n", readme, flags=re.M | re.S)   # its paragraph
+    assert tested, "README.md has no 'Tested versions:' line"
+    for version in [*matrix["pythons"], matrix["oldest"], matrix["newest"]]:
+        assert version in tested.group(1), f"README's tested versions do not name {version}"
 
 
 def test_makefile_installs_cpu_torch_alone_before_the_package():
