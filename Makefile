@@ -139,9 +139,10 @@ test: $(TEST) browser netns
 
 # the developers' loop: the unit tests only (no notebooks, no browser, nothing marked slow); CI runs make test
 # The test matrix (noxfile.py): the unit and engine tests on Python 3.11, 3.12 and 3.13 with the
-# oldest and newest torch declared, each in its own venv under .nox/ made by uv from PyPI (torch's
-# CUDA build there: about 3 GB per torch version, cached by uv). ONLY=3.12-torch2.11.0 runs one
-# combination, LIST=1 lists them. Pythons: whatever is on PATH, and pyenv's versions where pyenv
+# oldest and newest torch declared, and once with every dependency at its declared lower bound
+# (floors), each in its own venv under .nox/ made by uv from PyPI (torch's CUDA build there: about
+# 3 GB per torch version, cached by uv). ONLY=3.12-torch2.11.0 (or ONLY=floors) runs one session,
+# LIST=1 lists them. Pythons: whatever is on PATH, and pyenv's versions where pyenv
 # keeps them (its shims answer only for the global version).
 MATRIX_TOOLS   = $(VENV)/.installed-matrix
 PYENV_PYTHONS := $(wildcard $(HOME)/.pyenv/versions/3.1[123].*/bin)
@@ -149,7 +150,7 @@ empty :=
 space := $(empty) $(empty)
 test-matrix: $(MATRIX_TOOLS)
 	PATH="$(subst $(space),:,$(strip $(PYENV_PYTHONS) $$PATH))" $(PY) -m nox $(if $(LIST),--list) \
-		$(if $(ONLY),--session "tests($(ONLY))")
+		$(if $(ONLY),--session "$(if $(filter floors,$(ONLY)),floors,tests($(ONLY)))")
 
 $(MATRIX_TOOLS): $(PY)
 	$(PY) -m pip install $(QUIET_PIP) "nox[uv]==2026.10.20" "uv==0.13.9"
