@@ -137,13 +137,12 @@ demo: $(LAB)
 test: $(TEST) browser netns
 	$(PY) -m pytest
 
-# the developers' loop: the unit tests only (no notebooks, no browser, nothing marked slow); CI runs make test
 # The test matrix (noxfile.py): the unit and engine tests on Python 3.11, 3.12 and 3.13 with the
 # oldest and newest torch declared, and once with every dependency at its declared lower bound
 # (floors), each in its own venv under .nox/ made by uv from PyPI (torch's CUDA build there: about
 # 3 GB per torch version, cached by uv). ONLY=3.12-torch2.11.0 (or ONLY=floors) runs one session,
-# LIST=1 lists them. Pythons: whatever is on PATH, and pyenv's versions where pyenv
-# keeps them (its shims answer only for the global version).
+# LIST=1 lists them. Pythons: whatever is on PATH, and pyenv's versions where pyenv keeps them
+# (its shims answer only for the global version).
 MATRIX_TOOLS   = $(VENV)/.installed-matrix
 PYENV_PYTHONS := $(wildcard $(HOME)/.pyenv/versions/3.1[123].*/bin)
 empty :=
@@ -156,6 +155,8 @@ $(MATRIX_TOOLS): $(PY)
 	$(PY) -m pip install $(QUIET_PIP) "nox[uv]==2026.10.20" "uv==0.13.9"
 	touch $@
 
+# the developers' loop: the unit tests only (no notebooks, no browser, nothing marked slow); CI runs make test
+# and one combination of the matrix
 test-fast: $(TEST)
 	$(PY) -m pytest tests --ignore=tests/browser -m "not slow" -p no:nbval -o addopts="-ra --strict-markers"
 

@@ -11,8 +11,8 @@ its parameters change). The pool holds as many replicas as calls ever ran at onc
 torch's rpc drop theirs after every call, so the server's evaluations made and destroyed a copy
 of the model each time, and torch 2.11 crashed destroying a module there (issue 26). The loss
 and the metric of a version are measured on held-out data (`test_fraction` of the examples,
-split by `seed`, or `X_test`, `y_test`). The model the user passed is never changed — unless it cannot be copied (it
-holds a lock, say): then the threads take turns on it. The data must be finite numbers, and the
+split by `seed`, or `X_test`, `y_test`). The model the user passed is never changed — unless it
+cannot be copied (it holds a lock, say): then the threads take turns on it. The data must be finite numbers, and the
 model is tried on a few rows when the problem is made (torch_fit.py), so that a model that does not
 fit its data or its loss is refused there, saying what to change.
 

@@ -38,9 +38,10 @@ def _rendezvous(url, **_):
         ours = dict(wait_for_workers=False, master_listen_fd=_LISTENING["socket"].fileno())
         try:
             store = dist.TCPStore(where.hostname, where.port, world_size, True, timeout=timeout, **ours)
-        except NotImplementedError:          # torch 2.6 (not 2.11+): its libuv store cannot take our socket.
-            # The legacy store polls the descriptor itself: a copy of its own, which Python's
-            # closing of our socket at exit does not pull from under it.
+        except NotImplementedError:
+            # torch 2.6 (not 2.11 and later): its libuv store cannot take our socket. The legacy
+            # store polls the descriptor itself: it gets a copy of its own, which Python's
+            # closing of our socket at exit does not pull from under it (it aborted so).
             ours["master_listen_fd"] = os.dup(ours["master_listen_fd"])
             store = dist.TCPStore(where.hostname, where.port, world_size, True, timeout=timeout,
                                   use_libuv=False, **ours)
