@@ -24,8 +24,17 @@ def nbgrader_cli(course, *args):
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
     done = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=course, env=env,
                           capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, f"nbgrader {' '.join(args)}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    assert done.returncode == 0, (f"nbgrader {' '.join(args)}:\n{done.stdout[-3000:]}\n"
+                                  f"{first_error(done.stderr)}")
     return done
+
+
+def first_error(log):
+    """nbgrader's log around its first traceback or error (its last lines only say "see the above
+    traceback"), and its last lines."""
+    starts = [i for i in (log.find("Traceback"), log.find("| ERROR]")) if i >= 0]
+    head = log[max(0, min(starts) - 1500):min(starts) + 6000] + "\n[...]\n" if starts else ""
+    return head + log[-3000:]
 
 
 def wrong_answers(name):
