@@ -121,24 +121,44 @@ class ParameterServer(semantics.Semantics):
         self.trace.metrics = {name: list(values) for name, values in run.trace.metrics.items()}
 
     # -- each version's loss ------------------------------------------------
+    def scored(self, version):
+        """Is `version` scored? Every `loss_every`-th and the last; the others are NaN."""
+        return not (version % self.loss_every and not (self.steps is not None and version >= self.steps))
+
     def _record_loss(self):
+        value, metrics = math.nan, {name: math.nan for name in self._metrics}
+        scored = self._loss is not None and (self.scored(self.version) or self.done)
+        if scored:
+            with np.errstate(all="ignore"):
+                value = float(self._loss(self.params))
+                metrics = {name: float(metric(self.params)) for name, metric in self._metrics.items()}
+        self.record_version(value, metrics, self.params, scored)
+
+    def record_version(self, loss, metrics, params, scored, finite=None):
+        """The loss (and metrics) of the version just made, scored here or where it was made (the
+        processes engine's workers score in shared memory); a scored one may stop a diverging run.
+        `finite`: whether `params` are all finite, when the caller knows (None: look)."""
         if self.history and self.trace.keeps_params():
-            self.trace.params.append(self.params.copy())
+            self.trace.params.append(np.array(params, copy=True))
         if self._loss is None:
             return
-        scored = not (self.version % self.loss_every and not self.done)   # else NaN (loss_every)
-        with np.errstate(all="ignore"):
-            value = float(self._loss(self.params)) if scored else math.nan
-            for name, metric in self._metrics.items():
-                self.trace.metrics[name].append(float(metric(self.params)) if scored else math.nan)
-        self.trace.losses.append(value)
+        for name in self._metrics:
+            self.trace.metrics[name].append(metrics.get(name, math.nan))
+        self.trace.losses.append(loss)
         if not scored:
             return
-        start = self.trace.losses[0]
-        if not math.isfinite(value) or not np.all(np.isfinite(self.params)):
-            self.stop(f"diverged at v{self.version}: the loss is {value} (not finite); "
-                      f"try a smaller lr than {self.lr:g}")
-        elif abs(value) > DIVERGENCE_FACTOR * (1.0 + abs(start)):
-            self.stop(f"diverged at v{self.version}: the loss {value:.3g} grew past "
-                      f"{DIVERGENCE_FACTOR:.0e} x the starting loss {start:.3g}; "
-                      f"try a smaller lr than {self.lr:g}")
+        finite = checks.all_finite(params) if finite is None else finite
+        message = divergence(loss, self.trace.losses[0], finite, self.version, self.lr)
+        if message:
+            self.stop(message)
+
+
+def divergence(loss, start, finite, version, lr):
+    """Why a run whose `version` scored `loss` has diverged, or None (it has not); `finite`:
+    whether its parameters are all finite."""
+    if not math.isfinite(loss) or not finite:
+        return f"diverged at v{version}: the loss is {loss} (not finite); try a smaller lr than {lr:g}"
+    if abs(loss) > DIVERGENCE_FACTOR * (1.0 + abs(start)):
+        return (f"diverged at v{version}: the loss {loss:.3g} grew past {DIVERGENCE_FACTOR:.0e} x the "
+                f"starting loss {start:.3g}; try a smaller lr than {lr:g}")
+    return None

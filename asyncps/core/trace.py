@@ -44,7 +44,7 @@ class Trace:
                 self.events.append(event)
                 return event
             at = len(self.events)
-            while at and _when(self.events[at - 1]) > event.time:
+            while at and _when(self.events[at - 1]) > _when(event):
                 at -= 1
             self.events.insert(at, event)
         else:                                    # a long run: count it, don't keep it

@@ -1,6 +1,17 @@
 """The processes engine: one OS process per worker, parameters and gradients in shared memory.
 
-The parent process holds the one ParameterServer and serves every worker from a single loop,
+Two ways to run the one semantics, chosen per run (`shared.in_shared_memory(config)`):
+
+- **The workers run the server** (shared.py): every run with the built-in rules (sync, async,
+  ssp; a built-in lr schedule), one push per gradient. Each worker applies its own push under
+  one lock in shared memory; the parent only reads the push log into the trace. This is the fast
+  way: workers compute in parallel, as in Hogwild, and no push waits for another process.
+- **The parent serves every worker** (below): runs with a learner's hook (`apply`, `average`,
+  `gate`, `lr_schedule`), momentum, a checkpoint or Downpour's local steps. A hook may keep
+  state across pushes (a closure remembering earlier versions): run here, in the one parent
+  process, it sees every push, in order, exactly as in the simulator.
+
+In the served way the parent holds the one ParameterServer and serves every worker from a single loop,
 like the simulator serves its virtual clock: a worker's request is a tiny message on its pipe
 ("push", "pull", "gate"), and arrays never travel through it.
 
@@ -35,10 +46,10 @@ import time
 
 import numpy as np
 
-from ..core.events import Pull
+from ..core.events import Control, Pull
 from ..core.semantics import Snapshot
 from . import controls as base
-from . import procs
+from . import procs, shared
 from .worker import COMPUTE, GATE, pulls_with_each_push, worker_loop, worker_rng
 
 
@@ -122,16 +133,22 @@ def obey(k, flags, slowdown):
         time.sleep(0.005)
 
 
-def _child(k, payload, shard, slot, flags, slowdown, shared, seq, offset, conn):
+def _child(k, payload, shard, slot, flags, slowdown, memory, seq, offset, conn):
+    """Worker k's process. `memory`: the served way's shared parameters, or the Layout of a run
+    whose workers run the server (then `slot` is the worker's local copy and `seq` is None)."""
     try:
         procs.child_setup()
         problem, config = procs.loads(payload)
         problem = problem.on_device(config.devices[k])
         flags, slowdown = flags.numpy(), slowdown.numpy()
-        remote = Remote(conn, config, slot.numpy(), flags, shared.numpy(), seq.numpy())
+        if seq is None:
+            remote = shared.SharedServer(k, memory, config, problem, slot.numpy(), flags, conn)
+        else:
+            remote = Remote(conn, config, slot.numpy(), flags, memory.numpy(), seq.numpy())
         conn.send(("ready", []))
         start = conn.recv()                              # every worker starts together
         clock = lambda: offset + time.perf_counter() - start      # noqa: E731  (one clock: CLOCK_MONOTONIC)
+        remote.clock = clock
         copies = {}
         for need in worker_loop(k, remote, problem, shard, config, worker_rng(config.seed, k, 0),
                                 clock, copies):
@@ -153,7 +170,7 @@ class Controls(base.Controls):
     def __init__(self, server, config, clock):
         start = clock()
         super().__init__(server, config, lambda: start)   # made without torch: train() returns at once
-        self._children = None
+        self._children, self._observer = None, None
 
     def share(self):
         """The flags and slowdowns as shared tensors for the children (this process keeps views)."""
@@ -169,17 +186,39 @@ class Controls(base.Controls):
         """SIGKILL worker's process (once the workers have started: then)."""
         if self._children is not None:
             proc = self._children.procs[self.child(worker)]
-            if proc.is_alive():
+            if proc.is_alive() and self._observer is not None:
+                self._observer.kill(proc.pid)           # never inside its push
+            elif proc.is_alive():
                 os.kill(proc.pid, signal.SIGKILL)
+
+    def _set_lr(self, lr):
+        if self._observer is None:
+            return super()._set_lr(lr)
+        with self._observer.locked():                  # no push lands between the two
+            self._observer.drain()                      # its Control: after the pushes before it
+            super()._set_lr(lr)
+            self._observer.set_lr(self.server.lr)
+
+    def _record(self, what, worker=None, value=None):
+        if self._observer is None:
+            return super()._record(what, worker, value)
+        self._observer.record(Control(what, worker, value, self.clock()))
+        return True
+
+    def _stop(self, message):
+        if self._observer is not None:
+            self._observer.halt(self.flags)             # the pushes before the stop, none after
+        super()._stop(message)
 
     def child(self, worker):
         """The index of worker's process among the children."""
         return worker
 
-    def started(self, children, clock=None):
-        """The workers start now (on `clock`): a kill that came earlier is carried out."""
+    def started(self, children, clock=None, observer=None):
+        """The workers start now (on `clock`): a kill that came earlier is carried out.
+        `observer`: the shared.Observer of a run whose workers run the server."""
         with self.lock:
-            self._children = children
+            self._children, self._observer = children, observer
             if clock is not None:
                 self.clock = clock
             for worker in sorted(self.killed):
@@ -201,17 +240,19 @@ def run_processes(server, problem, shards, config, copies, offset, progress=None
 
     if controls is None:
         controls = Controls(server, config, lambda: offset)
+    if shared.in_shared_memory(config):
+        return _run_shared(server, problem, shards, config, copies, offset, progress, controls)
     dtype = torch.from_numpy(server.params[:0]).dtype          # the problem's: float32 for a model
     slots = torch.zeros((config.workers, 2, server.params.size), dtype=dtype).share_memory_()
     flags, slowdown = controls.share()
-    shared = torch.from_numpy(server.params.copy()).share_memory_()   # the server's parameters
+    memory = torch.from_numpy(server.params.copy()).share_memory_()   # the server's parameters
     seq = torch.tensor([0, server.version], dtype=torch.int64).share_memory_()
-    server.params = shared.numpy()                             # the server updates them in place
+    server.params = memory.numpy()                             # the server updates them in place
     payload = procs.dumps((problem, config.worker_side()))
     with procs.Children() as children:
         for k in range(config.workers):
             children.start(_child, f"asyncps-worker-{k}", k, payload, shards[k], slots[k], flags,
-                           slowdown, shared, seq, offset)
+                           slowdown, memory, seq, offset)
         _wait_ready(children, config.timeout)
         start = time.perf_counter()
         for conn in children.conns:
@@ -221,6 +262,79 @@ def run_processes(server, problem, shards, config, copies, offset, progress=None
         _serve(server, children, slots.numpy(), controls, seq.numpy(), clock, copies, config.timeout,
                progress)
         children.ok = True
+
+
+# -- the parent of a run whose workers run the server: it observes --------------------------------
+def _run_shared(server, problem, shards, config, copies, offset, progress, controls):
+    import torch
+
+    layout = shared.Layout.make(server, config, procs.context())
+    local = torch.zeros((config.workers, server.params.size), dtype=layout.params.dtype).share_memory_()
+    flags, slowdown = controls.share()
+    server.params = layout.params.numpy()                      # the Run's parameters: the shared ones
+    worker_config = config.worker_side().replace(lr_schedule=config.lr_schedule)   # a built-in one
+    payload = procs.dumps((problem, worker_config))
+    try:
+        with procs.Children() as children:
+            for k in range(config.workers):
+                children.start(_child, f"asyncps-worker-{k}", k, payload, shards[k], local[k], flags,
+                               slowdown, layout, None, offset)
+            _wait_ready(children, config.timeout)
+            layout.forget_name()                                   # every worker has opened the lock
+            observer = shared.Observer(layout, server, dead=lambda k: not children.procs[k].is_alive())
+            start = time.perf_counter()
+            for conn in children.conns:
+                conn.send(start)
+            clock = lambda: offset + time.perf_counter() - start      # noqa: E731
+            controls.started(children, clock, observer)
+            _observe(server, children, observer, local.numpy(), controls, clock, copies, config.timeout,
+                     progress)
+            children.ok = True
+    finally:
+        layout.forget_name()                                   # on every ending
+
+
+def _observe(server, children, observer, local, controls, clock, copies, timeout, progress):
+    """Until every worker said it is done or died: the push log into the trace, the workers'
+    own events where their times put them, a dead worker's Lost event."""
+    conns, flags = children.conns, controls.flags
+    live = set(range(len(conns)))
+    last, version = time.monotonic(), server.version
+    while live:
+        said = children.receive(live, timeout=0.02)
+        with controls.lock:
+            observer.drain()                    # after the messages: every push they follow is read
+            for k, message in said:
+                if k not in live:
+                    continue
+                if message is None:             # the process died without a word
+                    live.discard(k)
+                    observer.lost(k)            # its push, if it died inside one, and the lock
+                    observer.drain()
+                    server.lose(k, clock(), controls.lost_reason(k, children.exit_reason(k)))
+                    if not live and not server.done:
+                        raise RuntimeError(f"every worker was lost before v{server.steps}")
+                    continue
+                kind, *args, events = message
+                for event in events:
+                    server.trace.record(event, in_time=True)
+                if kind == "stop":
+                    server.stop(args[0])
+                elif kind == "done":
+                    live.discard(k)
+                    copies[k] = local[k].copy()
+                elif kind == "error":
+                    raise procs.remote_error(f"worker {k}", args[0], args[1])
+            if server.done:
+                flags[0] = 1
+        if progress is not None:
+            progress(server.version)
+        if said or server.version != version or controls.paused:
+            last, version = time.monotonic(), server.version
+        if time.monotonic() - last > timeout:
+            raise TimeoutError(f"no worker made progress for {timeout:g} s at v{server.version} "
+                               f"(clocks {server.clocks})")
+    observer.drain()
 
 
 def _wait_ready(children, timeout):
