@@ -117,9 +117,9 @@ class TorchProblem(Problem):
             X, y = X[idx], y[idx]
         with self._borrowed() as replica:
             replica.load(params)
-            replica.grad.zero_()
+            replica.forget_grads()
             self._loss_fn(replica.model(X), y).backward()
-            return replica.grad.cpu().numpy().copy()   # to the server (CPU, numpy); the buffer is reused
+            return replica.flat_grad()                   # a new array (CPU, numpy), for the server
 
     def on_device(self, device):
         if device == self.device:
@@ -182,7 +182,8 @@ class TorchProblem(Problem):
 
 
 class _Replica:
-    """A model whose parameters and gradients are views into two flat buffers."""
+    """A model whose parameters are views into one flat vector: its own buffer, or on the CPU
+    the caller's array itself (no copy), and whose gradient comes out as one new flat array."""
 
     shared_lock = threading.Lock()           # for a model that cannot be copied (TorchProblem._borrowed)
 
@@ -199,23 +200,52 @@ class _Replica:
         import torch
 
         self.model = model.to(device)
-        params = list(self.model.parameters())
-        dtype = params[0].dtype
-        self.flat = torch.zeros(sum(p.numel() for p in params), dtype=dtype, device=device)
-        self.grad = torch.zeros_like(self.flat)
-        at = 0
+        self.params = list(self.model.parameters())
+        dtype = self.params[0].dtype
+        self.flat = torch.zeros(sum(p.numel() for p in self.params), dtype=dtype, device=device)
         with torch.no_grad():
-            for p in params:
-                n = p.numel()
-                self.flat[at:at + n] = p.reshape(-1)
-                p.data = self.flat[at:at + n].view_as(p)
-                p.grad = self.grad[at:at + n].view_as(p)
-                at += n
+            at = 0
+            for p in self.params:
+                self.flat[at:at + p.numel()] = p.reshape(-1)
+                at += p.numel()
+        self._viewing = None                 # the flat vector the parameters are views into
+        self._view(self.flat)
+
+    def _view(self, flat):
+        """Point every parameter at its slice of `flat` (no copy)."""
+        if self._viewing is flat:
+            return
+        at = 0
+        for p in self.params:
+            p.data = flat[at:at + p.numel()].view_as(p)
+            at += p.numel()
+        self._viewing = flat
 
     def load(self, params):
+        """Compute on `params` next: on the CPU the array itself when it has the model's dtype
+        and is contiguous and writable (a worker's own copy: no copy at all), else one copy."""
         import torch
 
+        if (self.flat.device.type == "cpu" and isinstance(params, np.ndarray) and params.flags.c_contiguous
+                and params.flags.writeable and params.size == self.flat.numel()
+                and torch.from_numpy(params[:0]).dtype == self.flat.dtype):
+            if self._viewing is None or self._viewing.data_ptr() != params.ctypes.data:
+                self._view(torch.from_numpy(params))
+            return
+        self._view(self.flat)
         self.flat.copy_(torch.from_numpy(np.ascontiguousarray(params)))   # one copy (and cast)
+
+    def forget_grads(self):
+        for p in self.params:
+            p.grad = None                    # backward writes new gradients, instead of adding
+
+    def flat_grad(self):
+        """The gradients of the last backward as one new flat numpy array (zeros where none)."""
+        import torch
+
+        grads = [p.grad.reshape(-1) if p.grad is not None else torch.zeros(p.numel(), dtype=p.dtype,
+                 device=p.device) for p in self.params]
+        return torch.cat(grads).cpu().numpy()
 
 
 def model_dtype(model):
