@@ -301,7 +301,7 @@ def _observe(server, children, observer, local, controls, clock, copies, timeout
     live = set(range(len(conns)))
     last, version = time.monotonic(), server.version
     while live:
-        said = children.receive(live, timeout=0.02)
+        said, late = children.receive(live, timeout=0.05), []
         with controls.lock:
             observer.drain()                    # after the messages: every push they follow is read
             for k, message in said:
@@ -316,8 +316,7 @@ def _observe(server, children, observer, local, controls, clock, copies, timeout
                         raise RuntimeError(f"every worker was lost before v{server.steps}")
                     continue
                 kind, *args, events = message
-                for event in events:
-                    server.trace.record(event, in_time=True)
+                late += events
                 if kind == "stop":
                     server.stop(args[0])
                 elif kind == "done":
@@ -325,6 +324,7 @@ def _observe(server, children, observer, local, controls, clock, copies, timeout
                     copies[k] = local[k].copy()
                 elif kind == "error":
                     raise procs.remote_error(f"worker {k}", args[0], args[1])
+            server.trace.record_late(late)      # each where its time puts it
             if server.done:
                 flags[0] = 1
         if progress is not None:

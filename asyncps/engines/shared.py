@@ -50,7 +50,7 @@ LR, START, PENDING_TIME = range(3)
 WORKER, ON, AT, TIME, MADE, FINITE, LOSS = range(7)
 LOG = 4096                 # pushes the log holds before a worker waits for the parent to read it
 TRIES = 3                  # sequence-lock reads before a pull reads under the lock
-FLUSH_EVENTS, FLUSH_SECONDS = 256, 0.05   # a worker sends its events this often
+FLUSH_EVENTS, FLUSH_SECONDS = 512, 0.1    # a worker sends its events this often (the live view draws at 10 fps)
 
 
 def in_shared_memory(config):
