@@ -2,7 +2,9 @@
 
 Every call a worker makes on the server runs under one lock, and the barrier
 and SSP gate wait on a condition variable tied to it, so no update is ever
-lost. `lock=False` (async only) drops the lock, as Hogwild does (Recht et al.
+lost. A pull copies the parameters outside the lock, as a sequence-lock read
+(`Guarded.pull`): pulls no longer wait for each other, and only a push that
+lands during the copy makes it copy again. `lock=False` (async only) drops the lock, as Hogwild does (Recht et al.
 2011): pulls and pushes run without it, so two pushes may interleave and one
 may be lost — allowed by design, never the default. It is not Hogwild's
 setting: Hogwild assumes sparse gradients and atomic per-coordinate adds (no
@@ -19,6 +21,10 @@ the server. Without a live handle the Controls hold only the run's `slowdown`.
 import threading
 import time
 
+import numpy as np
+
+from ..core.events import Pull
+from ..core.semantics import Snapshot
 from . import controls as base
 from .worker import COMPUTE, GATE, worker_loop, worker_rng
 
@@ -60,11 +66,14 @@ class Controls(base.Controls):
 
 
 class Guarded:
-    """The server as a worker thread sees it: each call under the engine's lock."""
+    """The server as a worker thread sees it: each call under the engine's lock, except the copy
+    of a pull: a sequence-lock read (`seq` is odd while a push changes the parameters; a copy
+    that saw it change is made again), so pulls copy in parallel with each other and with pushes."""
 
     def __init__(self, server, cond, lock=True):
         self._server, self._cond, self._lock = server, cond, lock
         self.policy, self.params = server.policy, server.params
+        self._seq, self._copies = 0, {}
 
     @property
     def done(self):
@@ -76,12 +85,34 @@ class Guarded:
         with self._cond:
             return getattr(self._server, name)(*args)
 
-    def pull(self, worker, time):
-        return self._call("pull", worker, time)
+    def pull(self, worker, when):
+        if not self._lock:
+            return self._call("pull", worker, when)
+        server = self._server
+        out = self._copies.setdefault(worker, np.empty_like(server.params))   # the worker's own copy
+        while True:
+            before = self._seq
+            if before & 1:                       # a push is changing them: let it finish
+                time.sleep(0)
+                continue
+            out[:] = server.params               # numpy may let go of the GIL while it copies
+            version = server.version
+            if self._seq == before:
+                break
+        with self._cond:
+            if not server.done:                  # a pull after the end is served, not recorded
+                server.trace.record(Pull(worker, version, when), in_time=True)
+        return Snapshot(out, version)
 
     def push(self, worker, grad, computed_on, time):
-        event = self._call("push", worker, grad, computed_on, time)
+        if not self._lock:
+            return self._call("push", worker, grad, computed_on, time)
         with self._cond:
+            self._seq += 1                       # odd: a pull copying now copies again
+            try:
+                event = self._server.push(worker, grad, computed_on, time)
+            finally:
+                self._seq += 1
             self._cond.notify_all()              # a push may open the barrier / SSP gate
         return event
 
