@@ -55,3 +55,34 @@ def test_a_wrong_apply_is_explained_from_any_engine(engine):
     with pytest.raises(ValueError, match=r"must make v1"):
         aps.train(LSQ, workers=2, steps=5, engine=engine,
                   apply=lambda params, version, grad, computed_on, lr: (params, version, 0))
+
+
+def remembering_apply(seen):
+    """Delay compensation's shape: a push rule that keeps every version's parameters and uses the
+    ones the gradient was computed on. It refuses a version out of order or one it never saw, so
+    a hook that missed a push (or ran in two processes) fails the run; `seen` gets each call."""
+    kept = {0: LSQ.x0.copy()}
+
+    def apply(params, version, grad, computed_on, lr):
+        if version not in kept or computed_on not in kept or version + 1 in kept:
+            raise AssertionError(f"push on v{version} (computed on v{computed_on}) out of order: "
+                                 f"kept {sorted(kept)[-3:]}")
+        params -= lr * (grad + 0.1 * (params - kept[computed_on]))
+        kept[version + 1] = params.copy()
+        seen.append((version, computed_on))
+        return params, version + 1, version - computed_on
+    return apply
+
+
+@pytest.mark.parametrize("engine", REAL)
+@pytest.mark.parametrize("policy", ["async", "ssp"])
+def test_a_hook_that_keeps_state_sees_every_push_in_order(engine, policy):
+    """It runs in one process, the server's (the parent on threads and processes: the processes
+    engine serves such a run from the parent instead of running it in shared memory)."""
+    seen = []
+    run = aps.train(LSQ, workers=3, policy=policy, lr=0.05, steps=60, engine=engine,
+                    apply=remembering_apply(seen), slowdown=[0.0, 0.001, 0.002])
+    assert not aps.violations(run.trace) and len(run.trace.pushes) == 60
+    assert max(p.staleness for p in run.trace.pushes) > 0       # stale pushes were compensated
+    if engine != "rpc":                          # rpc runs it on rank 0: the hook's own check
+        assert seen == [(p.applied_to, p.computed_on) for p in run.trace.pushes]

@@ -129,10 +129,16 @@ class ParameterServer(semantics.Semantics):
         value, metrics = math.nan, {name: math.nan for name in self._metrics}
         scored = self._loss is not None and (self.scored(self.version) or self.done)
         if scored:
-            with np.errstate(all="ignore"):
-                value = float(self._loss(self.params))
-                metrics = {name: float(metric(self.params)) for name, metric in self._metrics.items()}
+            value, metrics = self.score(self.params)
         self.record_version(value, metrics, self.params, scored)
+
+    def score(self, params):
+        """The loss and the metrics of `params`: (loss, {name: value}); None without a loss."""
+        if self._loss is None:
+            return None
+        with np.errstate(all="ignore"):
+            return (float(self._loss(params)),
+                    {name: float(metric(params)) for name, metric in self._metrics.items()})
 
     def record_version(self, loss, metrics, params, scored, finite=None):
         """The loss (and metrics) of the version just made, scored here or where it was made (the

@@ -319,6 +319,15 @@ class Observer:
         params = self._history[slot] if self._history is not None else self._params
         server.record_version(float(row[LOSS]), metrics, params, scored, finite=bool(row[FINITE]))
 
+    def _score(self, row, version):
+        scored = self.server.score(self._params) if self.server.scored(version) else None
+        if scored is None:
+            return
+        row[LOSS], metrics = scored
+        for i, name in enumerate(self._names):
+            row[LOSS + 1 + i] = metrics[name]
+        row[FINITE] = checks.all_finite(self._params)
+
     def set_lr(self, lr):
         self._reals[LR] = lr
 
@@ -373,6 +382,7 @@ class Observer:
             row[TIME], row[MADE] = self._reals[PENDING_TIME], head[VERSION]
             if self._history is not None:
                 self._history[slot] = self._params
+            self._score(row, int(head[VERSION]))        # what the worker would have scored
             head[WRITTEN] += 1
         elif head[SEQ] & 1:
             head[SEQ] += 1
