@@ -35,7 +35,9 @@ without it, sync and ssp stop with an error. Learner hooks run here, in the serv
 A live run (`aps.train(..., engine="processes", live=True)`, engines/live.py) is changed through
 `Controls`: each worker's extra seconds per gradient and the pause are shared memory a child reads
 at every gradient; a kill is a real SIGKILL of that child (the parent then records its Lost event
-as for any child that died); the lr and stopping go through the server, here in the parent.
+as for any child that died; where the workers run the server, the parent holds the lock while it
+kills, so no push is cut in half); the lr and stopping go through the server (where the workers
+run it: the shared lr, and the done flag, set under the lock after reading every push before it).
 The lr of a worker's own local steps (push_every > 1) is the run's lr: only the server's changes.
 """
 

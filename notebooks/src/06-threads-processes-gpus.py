@@ -88,10 +88,11 @@ print("the caption names the last push's versions:",
 # %% [markdown] slide
 # ## Processes: real parallelism
 # Threads share one Python interpreter, which runs Python code in one thread at a time (the GIL).
-# `engine="processes"` gives each worker its own process: the parameters and gradients live in
-# shared memory, and only a tiny message travels per pull and push. The first run in a session
-# also starts multiprocessing's fork server, which takes a noticeable moment; later runs start much
-# faster.
+# `engine="processes"` gives each worker its own process: the parameters, their version and the
+# clocks live in shared memory, and each worker applies its own push there under one lock — no
+# message travels per push; the main process only reads the log of pushes into the trace. The
+# first run in a session also starts multiprocessing's fork server, which takes a noticeable
+# moment; later runs start much faster.
 
 # %% tags=nbval-ignore-output
 on_processes = aps.train(problem, engine="processes", slowdown=[0.01, 0.01, 0.03], **settings)
@@ -147,8 +148,8 @@ display(Markdown(
     f"{measured['processes']:.2f}x (processes), against {predicted['async'] / predicted['sync']:.2f}x "
     f"simulated; they move from run to run. A real gradient costs a little more than its sleep (see "
     f"the measured compute times), and every pull, push and barrier wake-up takes time that the "
-    f"simulator's `compute_times` leave out; with processes, four workers and the server also share "
-    f"this machine's CPU cores. Under sync, workers 0–2 spend most of the run idle at the barrier: "
+    f"simulator's `compute_times` leave out; with processes, four workers and the process that "
+    f"records the trace also share this machine's CPU cores. Under sync, workers 0–2 spend most of the run idle at the barrier: "
     f"that idle time is what async gives back."))
 
 # %% [markdown] slide
@@ -306,7 +307,7 @@ display(Markdown(
 #    push's staleness, pushes per worker, the wall-clock times and hence the losses along the way.
 # 2. The simulator charges only the compute times; a real gradient costs a little more than its
 #    sleep, and every pull, push and barrier wake-up takes time (and with processes, the workers and
-#    the server share the CPU cores). Set `compute_times` to the measured compute times, add a
+#    the process that records the trace share the CPU cores). Set `compute_times` to the measured compute times, add a
 #    `comm_delay` for the per-message cost and a `jitter` for the variation between iterations.
 # 3. With the lock every push is applied whole, one after the other, and every partial sum of
 #    −2⁻¹⁰ is exact in floating point, so after P pushes each parameter is exactly −lr·P. A lost
