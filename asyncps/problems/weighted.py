@@ -25,6 +25,7 @@ class WeightedProblem(Problem):
         self.owner = np.empty(base.n, dtype=int)
         for k, shard in enumerate(base.shards(workers, partition, seed)):
             self.owner[shard] = k
+        self.built_for = f"workers={workers}, partition={partition!r}, seed={seed}"
         self.name = f"{base.name}, weighted"
 
     def loss(self, params):
@@ -35,7 +36,16 @@ class WeightedProblem(Problem):
 
     def gradient(self, params, indices=None, rng=None):
         """The base gradient on `indices` (one worker's shard or a minibatch of it), weighted."""
-        return self.weights[self.owner[indices[0]]] * self.base.gradient(params, indices, rng)
+        if indices is None:
+            raise ValueError(f"{self.name} needs each worker's example indices (its shard); "
+                             f"it got indices=None")
+        owners = self.owner[indices]
+        if owners.min() != owners.max():
+            raise ValueError(
+                f"{self.name}: a gradient's examples belong to several of the shards it was built "
+                f"for ({self.built_for}), so the run splits the data differently. Build it with "
+                f"the run's workers, partition and seed: IID shards change with the seed.")
+        return self.weights[owners[0]] * self.base.gradient(params, indices, rng)
 
 
 def weighted(problem, weights, workers, partition="iid", seed=0):

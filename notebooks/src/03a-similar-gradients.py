@@ -142,13 +142,19 @@ display(Markdown(
 # So "the gradients are similar" depends on the split, the batch size and the phase of training:
 # with small minibatches, or near the optimum, two workers' gradients are nearly unrelated even
 # with IID data, and async SGD is still proven to converge there (with an lr small enough for the
-# noise and the delay). The proofs do not assume similar gradients:
+# noise and the delay). What the proofs do assume is similarity of two other kinds.
 # Hogwild! (Recht et al. 2011) and asynchronous SGD for non-convex problems (Lian et al. 2015)
-# assume that each gradient is an **unbiased estimate** of the full gradient with bounded
-# variance, that the delay is bounded, and that the lr is small enough for that delay (Hogwild!
-# also assumes sparse updates). Similarity decides how much a stale or noisy step is worth (speed),
-# not whether the run converges. The unbiasedness assumption is what non-IID shards break: a worker
-# that only sees class 0 gives a biased estimate (last section).
+# assume that each gradient is an **unbiased estimate** of the full gradient with **bounded
+# variance** — every worker's gradient is close to the full gradient on average, a similarity
+# between workers that IID sampling provides and one-class shards do not; analyses of
+# heterogeneous data add a bound on how far each shard's gradient is from the full one (Koloskova
+# et al. 2022). And they use similarity **in time**: by smoothness, a gradient computed τ versions
+# ago differs from the fresh one by at most L × (how far the parameters moved), at most
+# L · lr · τ · G for gradients of norm at most G — which is why the lr must shrink with the delay
+# (Mishchenko et al. 2022; notebook 03c). So claim A is half right: a small minibatch's cosine with
+# another can be near 0 and the run still converges, but the stale gradient must be close to the
+# fresh one and every worker's data close to all of it — where these fail, async ends elsewhere
+# (last section; 03c and 09 measure where).
 
 # %% [markdown]
 # ## Does it matter for the run?
@@ -203,10 +209,12 @@ display(Markdown(
     f"phase: whole-shard IID gradients had cosine {during[100][0]:.2f}–{at_v0['iid'][0]:.2f} on the MLP, "
     f"one class per worker {at_v0['by_label'][0]:.2f}; two IID minibatches of 8 only "
     f"{iid['v0'][0]:.2f} at v0 and {iid['v3000'][0]:.2f} near the optimum.\n"
-    f"- The convergence analyses of async SGD do not assume it (Recht et al. 2011; Lian et al. 2015): "
-    f"they assume unbiased gradients with bounded variance, a bounded delay and an lr small enough "
-    f"for that delay. Similarity decides how much each stale step is worth, not whether the run "
-    f"converges.\n"
+    f"- The convergence analyses of async SGD do not need two workers' minibatch gradients to point "
+    f"the same way, but they do assume similarity of two kinds: every worker's gradient is an "
+    f"unbiased, bounded-variance (and, for non-IID shards, bounded-heterogeneity) estimate of the "
+    f"full gradient (Lian et al. 2015; Koloskova et al. 2022), and a stale gradient stays close to "
+    f"the fresh one because the lr is small for the delay (smoothness: at most L · lr · τ · G apart; "
+    f"Mishchenko et al. 2022).\n"
     f"- What non-IID shards break is unbiasedness, and it costs most together with a straggler "
     f"(here {v[0.1, 'by_label', 'straggler']} versions against {v[0.1, 'iid', 'no straggler']} at "
     f"lr 0.1, median [min–max] of 10 seeds). Notebook 09 measures where such a run settles, and a fix."))
@@ -217,6 +225,10 @@ display(Markdown(
 #   stochastic gradient descent. *NeurIPS*.
 # - X. Lian, Y. Huang, Y. Li, J. Liu (2015). Asynchronous parallel stochastic gradient for nonconvex
 #   optimization. *NeurIPS*.
+# - A. Koloskova, S. U. Stich, M. Jaggi (2022). Sharper convergence guarantees for asynchronous SGD
+#   for distributed and federated learning. *NeurIPS*.
+# - K. Mishchenko, F. Bach, M. Even, B. Woodworth (2022). Asynchronous SGD beats minibatch SGD under
+#   arbitrary delays. *NeurIPS*.
 
 # %% [markdown]
 # ## Check your understanding

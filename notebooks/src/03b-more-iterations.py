@@ -37,7 +37,7 @@ import asyncps as aps
 # Least squares, 4 workers, with a straggler (`compute_times=[1, 1, 1, 4]`) and without. To compare
 # two policies fairly, each gets **its own best lr** from the same small sweep, and every setting runs
 # with 10 seeds: `jitter=0.3` makes each gradient's compute time random (lognormal), so the seeds
-# differ. Time to reach loss 0.01 (just above the minimum of this loss, printed below): median [min–max] over
+# differ. Time to reach loss 0.01 (compare it with the minimum of this loss, printed below): median [min–max] over
 # the seeds, or how many seeds reached it within the run (60 sync rounds, 240 async versions).
 #
 # **Predict, then run.** Without a straggler nobody waits long in sync either. At each policy's

@@ -276,7 +276,7 @@ display(Markdown(
     + (", after the target: up to there it *is* async." if gate_closes > times["ssp s=8"] else ".")))
 
 # %% [markdown] slide
-# ## Where SSP pays: everyone is sometimes slow
+# ## Does SSP pay when everyone is sometimes slow?
 # SSP was designed for slowness that comes and goes: a worker that is slow now and fast later.
 # `jitter=1.0` gives every gradient a random (seeded) lognormal compute time, median 1. A sync round
 # waits for the slowest of four draws; a threshold s lets the others use the time.

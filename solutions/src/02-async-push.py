@@ -150,9 +150,11 @@ assert guess == int(np.argmax(histogram)), \
 #   below 1e-6 after 200 versions), averaged over the seeds (geometric mean), must be at least
 #   1.25 times that of plain `async_push`;
 # - **not slower**: at lr 0.05, where plain async converges comfortably, the mean number of
-#   versions to reach loss 1e-6 may be at most 1.6 times that of plain async.
+#   versions to reach loss 1e-6 may be at most 1.6 times that of plain async;
+# - **fresh pushes are trusted**: a push with staleness 0 is the plain step `params - lr * grad`,
+#   at every lr — what your rule does must depend on the staleness, not on the lr alone.
 #
-# Shrinking every step, or dropping every stale push, fails one of the two. `stable_lr` and
+# Shrinking every step, capping the lr, or dropping every stale push fails one of the three. `stable_lr` and
 # `versions_at` below measure both for you: try a few designs.
 
 # %%
@@ -197,6 +199,10 @@ assert isinstance(pushed, tuple) and len(pushed) == 3, \
 new_params, new_version, staleness = pushed
 assert new_version == 6 and staleness == 0, "the same versions and staleness as async_push"
 assert np.allclose(new_params, [0.95, 1.0]), "a fresh push (staleness 0) is the plain step"
+for _rate in (0.05, 0.3, float(GRID.max())):
+    _moved, _, _ = careful_push(np.array([1.0, -2.0]), 7, np.array([0.5, 0.25]), 7, _rate)
+    assert np.allclose(_moved, [1.0 - 0.5 * _rate, -2.0 - 0.25 * _rate]), \
+        f"at lr {_rate} a fresh push (staleness 0) must be the plain step; yours gave {_moved}"
 ### BEGIN HIDDEN TESTS
 def reference_push(params, version, grad, computed_on, lr):
     return params - lr * grad, version + 1, version - computed_on   # the built-in push

@@ -266,6 +266,11 @@ display(Markdown(
 # over the seeds 0–4:
 #
 # - a fresh push (`computed_on == version`) is the plain step `params - lr * grad`;
+# - **it corrects**: for a stale push, the gradient your push applies, (params − new_params) / lr,
+#   must be closer to the fresh gradient at the parameters it is applied to than the stale
+#   gradient is — within a quarter of the stale gradient's error — in each of four situations on
+#   `quad` (stale by 1 and by 2, at lr 0.5 and 1.5). Capping the lr of stale pushes does not
+#   correct them;
 # - **more stable**: the largest lr in `GRID` at which the run converges (your `converges`, 300
 #   versions) must be at least 2 times that of the plain push, on average over the seeds (geometric
 #   mean);
@@ -325,6 +330,25 @@ for version in range(6):                       # fresh pushes with made-up gradi
     got, new_version, staleness = fresh(params.copy(), version, grad, version, 0.5)
     assert np.allclose(got, params - 0.5 * grad) and new_version == version + 1 and staleness == 0
     params = got
+
+
+def correction_error(rate, stale_by):
+    """|applied − fresh| / |stale − fresh| for a push stale by `stale_by` at lr `rate` on quad."""
+    push, x = make_compensated_push(), np.array([1.0])
+    stale_grad = quad.gradient(x)                 # computed on v0 by a worker that pushes late
+    for version in range(stale_by):               # other workers' fresh pushes move the server
+        x, _, _ = push(x.copy(), version, quad.gradient(x), version, rate)
+    new, new_version, staleness = push(x.copy(), stale_by, stale_grad, 0, rate)
+    assert new_version == stale_by + 1 and staleness == stale_by, "the versions and staleness"
+    applied, fresh = (x - new) / rate, quad.gradient(x)
+    return float(np.abs(applied - fresh)[0] / np.abs(stale_grad - fresh)[0])
+
+
+for _rate in (0.5, 1.5):
+    for _stale_by in (1, 2):
+        _error = correction_error(_rate, _stale_by)
+        assert _error <= 0.25, (f"lr {_rate}, a push stale by {_stale_by}: the gradient you apply is "
+                                f"{_error:.2f} of the stale gradient's error away from the fresh one")
 
 
 def reference_largest_in_grid(make_push, seed):

@@ -139,11 +139,24 @@ print("partition  push_every   drift   loss of the average   worst copy")
 RUNS = {None: dict(policy="async", steps=100),       # push_every: 100 local steps per worker
         10: dict(policy="sync", steps=10), 5: dict(policy="sync", steps=20),
         1: dict(policy="sync", steps=100)}
+
+
+def before_averaging(run, problem, lr, partition, push_every):
+    """The copies just before the server's last averaging, each n local steps after its last pull.
+    With push_every=1 the worker loop takes no local step: its gradient goes straight to the server
+    and the next pull replaces its copy, so run.worker_params are the versions it pulled. To
+    measure every n the same way, take that one local step here (whole-shard gradients, seed 0)."""
+    if push_every != 1:
+        return run.worker_params
+    shards = problem.shards(len(run.worker_params), partition, 0)
+    return [copy - lr * problem.gradient(copy, shard) for copy, shard in zip(run.worker_params, shards)]
+
+
 rows = {}
 for partition in ["iid", "sorted"]:
     for push_every, settings in RUNS.items():
-        copies = aps.simulate(problem, workers=4, lr=0.05, push_every=push_every, partition=partition,
-                              **settings).worker_params
+        copies = before_averaging(aps.simulate(problem, workers=4, lr=0.05, push_every=push_every,
+                                               partition=partition, **settings), problem, 0.05, partition, push_every)
         row = rows[partition, push_every] = (drift(copies), problem.loss(average_copies(copies)),
                                              max(problem.loss(c) for c in copies))
         print(f"{partition:>9}  {str(push_every):>10}  {row[0]:6.4f}   {row[1]:19.4f}   {row[2]:10.4f}")
@@ -222,7 +235,7 @@ for steps in [50, 200]:
     accuracy = ", ".join(f"{mlp.accuracy(c):.4f}" for c in alone.worker_params)
     print(f"no server, {steps:3d} local steps: drift {drift(alone.worker_params):.4f}, "
           f"accuracy of each copy: {accuracy}")
-print(f"push_every=1, 200 steps:     drift {drift(averaged.worker_params):.4f}, "
+print(f"push_every=1, 200 steps:     drift {drift(before_averaging(averaged, mlp, 0.5, 'by_label', 1)):.4f}, "
       f"accuracy of the server's version: {mlp.accuracy(averaged.params):.4f}")
 
 # %% [markdown]
@@ -230,14 +243,14 @@ print(f"push_every=1, 200 steps:     drift {drift(averaged.worker_params):.4f}, 
 # Rendered from the cells above: change a setting, rerun, and the sentences follow.
 
 # %%
-r, n, averaged_drift = rows, 10, drift(averaged.worker_params)
+r, n, averaged_drift = rows, 10, drift(before_averaging(averaged, mlp, 0.5, "by_label", 1))
 display(Markdown(
     f"- **Its copy learns only from its own shard.** After 100 local steps without a server, the "
     f"copies of the sorted shards are {r['sorted', None][0]:.4f} apart, the worst of them has loss "
     f"{r['sorted', None][2]:.4f} (the smallest loss is {problem.loss(best):.4f}), and even their average "
     f"has {r['sorted', None][1]:.4f}. With the same 100 local steps and averaging every 10 / 5 / 1 steps, "
-    f"the drift is {r['sorted', 10][0]:.4f} / {r['sorted', 5][0]:.4f} / {r['sorted', 1][0]:.4f} (after "
-    f"every step all copies are the server's version) and the averaged copy has loss "
+    f"the drift just before the last averaging is {r['sorted', 10][0]:.4f} / {r['sorted', 5][0]:.4f} / "
+    f"{r['sorted', 1][0]:.4f} — about proportional to n — and the averaged copy has loss "
     f"{r['sorted', 10][1]:.4f} / {r['sorted', 5][1]:.4f} / {r['sorted', 1][1]:.4f}.\n"
     f"- **The server is where the copies meet.** Each averaging sets every copy to the mean of all of "
     f"them (the server's version *is* `average_copies` of the copies), so the drift never grows past "
@@ -339,7 +352,8 @@ else:
 # ## Think about it (not graded)
 # 1. Compare the drift with `push_every=10` and with `push_every=5` in the table. Why roughly
 #    proportional to n? (Between two averagings, each copy takes n steps along its own shard's
-#    gradient.) And why is it exactly 0 with `push_every=1`? (Each copy is replaced by the
-#    averaged version after every step, before it can move on its own.)
+#    gradient.) What does `run.worker_params` hold with `push_every=1`, and why does the table take
+#    one local step by hand for that row? (The worker loop takes no local step when it pushes every
+#    step: the gradient goes straight to the server and the next pull replaces the copy.)
 # 2. Run the table with 4 workers and `compute_times=[1, 1, 1, 4]`. Which of the runs wait for the
 #    straggler, and how often? (`run.trace.idle_time_per_worker()`)

@@ -220,4 +220,5 @@ for _times in ([1, 1, 1, 4], [1, 2, 3, 4]):
 # 2. A faster gradient is not a better one. Using `staleness_by_worker`, explain why the straggler's
 #    gradients, though fewer, are the stalest — and what that does with non-IID shards (lecture 09).
 # 3. Your `fair_apply` gives the stalest pushes the largest steps — the opposite of
-#    `divide_by_staleness`. When would that be dangerous? (Try a larger lr, or IID shards.)
+#    `divide_by_staleness`. When would that be dangerous? (Try a larger lr, or a slower straggler:
+#    its pushes are multiplied by its time per gradient.)

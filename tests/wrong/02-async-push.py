@@ -77,6 +77,13 @@ def careful_push(params, version, grad, computed_on, lr):
 '''),
     dict(cell="careful-push",
          loses=["check-careful-push"],
+         why="caps the lr for every push: stable at a large lr, but it does not look at the staleness",
+         code='''
+def careful_push(params, version, grad, computed_on, lr):
+    return params - min(lr, 0.12) * grad, version + 1, version - computed_on
+'''),
+    dict(cell="careful-push",
+         loses=["check-careful-push"],
          why="drops only the extremely stale pushes (staleness > 8): no wider",
          code='''
 def careful_push(params, version, grad, computed_on, lr):

@@ -87,6 +87,17 @@ def make_compensated_push():
 '''),
     dict(cell="compensated-push",
          loses=["check-compensated-push"],
+         why="caps the lr of stale pushes instead of correcting them: stable, but nothing corrected",
+         code='''
+def make_compensated_push():
+    def push(params, version, grad, computed_on, lr):
+        staleness = version - computed_on
+        rate = min(lr, 0.2) if staleness else lr
+        return params - rate * grad, version + 1, staleness
+    return push
+'''),
+    dict(cell="compensated-push",
+         loses=["check-compensated-push"],
          why="ignores the pushed gradient and computes a fresh one from the problem",
          code='''
 def make_compensated_push():
