@@ -182,9 +182,17 @@ print("ssp, seed 0: pushes per worker", runs["ssp"][0].trace.pushes_per_worker()
 #   computes gradients about as fast as sync (only its first few clocks run ahead). What it changes
 #   is how they are used: one version per gradient, not one per round. (SSP is built for stragglers
 #   that come and go; notebook 04.)
-# - "More iterations" is the versions column: async makes many more versions than sync. Whether
-#   each stale single-gradient update is worth less — so that async needs more *gradients* to get
-#   as far — is a different question, answered by the gradients column.
+# - "More iterations" is the versions column: async makes many more versions than sync.
+# - The gradients column does **not** isolate staleness. A gradient here is one minibatch of 32
+#   for both, but a sync version averages four of them — one step on a batch of 128, at sync's lr
+#   — while an async version is one step on a batch of 32, at async's lr, possibly stale. So the
+#   ratio mixes three things: the barrier (none of it: the barrier costs time, not gradients), the
+#   batch size, and staleness. Below the *critical batch size* (McCandlish et al. 2018, "An
+#   empirical model of large-batch training"), one step on 128 examples at a larger lr makes about
+#   the progress of four steps on 32, so examples are worth about the same either way; above it,
+#   the large batch wastes examples and the small, stale steps can need fewer. To isolate
+#   staleness, one would compare at the same batch per version (async with `batch_size=128`), with
+#   async's lr tuned again for it — this notebook does not.
 
 # %% [markdown] slide
 # ## The same runs, by time
@@ -232,9 +240,9 @@ display(aps.widgets.Picture(aps.widgets.loss_curves(real, by="time", of="accurac
 # ## What the race says about B
 # **B, "more compute, more iterations"**: the straggler race measures both halves. Nobody waits,
 # so async gets its gradients sooner (the gradients per time unit), and it makes many more
-# versions than sync (more iterations). Whether its stale single-gradient updates are worth less,
-# gradient for gradient, is the ratio printed under that table: below 1, async needed fewer
-# gradients than sync to reach 90 %, above 1 more. The advantage belongs to the straggler: 08b
+# versions than sync (more iterations). The ratio of gradients printed under that table compares
+# small stale steps with large averaged ones, so it says how the two optimizers spend examples
+# here, not what staleness alone costs (see the batch-size note). The advantage belongs to the straggler: 08b
 # reruns the race without one. And on the tuning seed, the two stale policies stopped reaching
 # 90 % at an lr where sync still did.
 
