@@ -193,14 +193,90 @@ display(Markdown(
 
 # %% [markdown] fragment
 # This is why dense training on a cluster moved to all-reduce (Horovod, PyTorch DDP): no link
-# carries more than twice the model in either direction, whatever N, where the server's link
+# carries more than twice the model in either direction, whatever N, where a single server's link
 # carries N. An asynchronous parameter server still wins where
 # all-reduce must wait or move dense tensors: **stragglers** (all-reduce is a barrier), **sparse
 # updates** (a server moves only the rows a gradient touches — embeddings, Li et al. 2014), and
-# **elastic workers** that come and go (a ring must be rebuilt). Two things the model leaves out:
-# a sharded server (Dean et al. 2012; Li et al. 2014) splits the bottleneck link over many machines,
-# and "gradients per second" says nothing about what a stale gradient is worth (sections 1 and 2,
-# notebooks 03 and 04).
+# **elastic workers** that come and go (a ring must be rebuilt). The server so far is one machine;
+# a sharded server (Dean et al. 2012; Li et al. 2014) splits its link over many, next. What the
+# model leaves out throughout: the latency of each message, and what a stale gradient is worth —
+# "gradients per second" says nothing about it (sections 1 and 2, notebooks 03 and 04).
+
+# %% [markdown] subslide
+# ### A sharded server, and sums in groups
+# Li et al. (2014, OSDI) split the keys over k **server shards**: each shard's link carries 1/k of
+# every push and every pull, N/k models each way, but each worker's own link still carries its
+# whole gradient out and the whole model in. Busiest link: max(1, N/k) models. BytePS (Jiang et al.
+# 2020, OSDI) counts the shards on machines of their own and **on the workers' machines**
+# (`colocated=True`): a machine then pushes and pulls the (k−1)/k of the model it does not hold and
+# serves its 1/k to the N−1 others, (N+k−2)/k models each way. Dive into Deep Learning (Zhang et
+# al., §13.7 "Parameter Servers"; §12.7 in earlier editions) adds **hierarchy**: sum within a group
+# first, so the server hears g sums instead of N gradients. Here a group's leader sums its N/g
+# workers over the same links as everything else, so its link carries N/g models. The same case
+# as the first row above:
+
+# %%
+compute, size, n = stragglers["no straggler"], 25e6, 8
+ring = costs.gradients_per_second("allreduce", compute, size, bandwidth)
+
+
+def rate(policy="sync_ps", **layout):
+    """Gradients per second of this case with the server laid out as `layout` says."""
+    return costs.gradients_per_second(policy, compute, size, bandwidth, **layout)
+
+
+def link(**layout):
+    """A sync PS's models through the busiest link, one direction, per round."""
+    return costs.busiest_link_models("sync_ps", n, **layout)
+
+
+def entry(**layout):
+    return f"{rate(**layout):9.1f} ({link(**layout):4.2f})"
+
+
+print("gradients per second (models through the busiest link, one direction)")
+print(f"{'':20s}{'dedicated shards':>16s}{'shards on workers':>19s}{'async PS':>10s}")
+for k in (1, 2, 4, 8):
+    print(f"{f'sync PS, k = {k}':20s}{entry(servers=k)}   {entry(servers=k, colocated=True)}"
+          f"{rate('async_ps', servers=k):10.1f}")
+print(f"{'ring all-reduce':20s}{ring:9.1f} ({costs.busiest_link_models('allreduce', n):4.2f})")
+print(f"\n{'groups of N/g':20s}{'1 server':>16s}{'g dedicated':>19s}{'g on the leaders':>19s}")
+for g in (1, 2, 4, 8):
+    print(f"{f'sync PS, g = {g}':20s}{entry(groups=g)}   {entry(groups=g, servers=g)}   "
+          f"{entry(groups=g, servers=g, colocated=True)}")
+
+# %%
+catches_up = next(k for k in range(1, 4 * n) if rate(servers=k) >= ring * (1 - 1e-9))
+grouped = [g for g in range(1, n) if n % g == 0]               # groups of 2 or more workers
+one_server = min(link(groups=g) for g in grouped)
+any_shards = min(link(groups=g, servers=k) for g in grouped for k in range(1, 4 * n))
+display(Markdown(
+    f"With dedicated shards the synchronous server catches up with ring all-reduce at **k = "
+    f"{catches_up}** shards (N²/2(N−1) = {n ** 2 / (2 * (n - 1)):.2f} for N = {n}); at k = N it makes "
+    f"**{rate(servers=n) / ring:.2f}×** all-reduce's gradients per second, with {n} more machines. "
+    f"With the shards on the workers' machines it only ties, at k = N: "
+    f"**{link(servers=n, colocated=True):.2f}** models per link, the ring's 2(N−1)/N = "
+    f"{2 * (n - 1) / n:.2f}. Summing in groups on the same links takes a single server's round from "
+    f"{link():.0f} models through the busiest link to {one_server:.0f}, and no number of shards takes "
+    f"a grouped round below {any_shards:.0f}: the leader's link carries N/g. The asynchronous "
+    f"server stops at **{rate('async_ps', servers=n):.1f}** whatever k: each worker's own link "
+    f"pushes and then pulls the whole model."))
+
+# %% [markdown] fragment
+# So the verdict is about **bytes per link**, not about the idea of a server. A sync PS with k
+# dedicated shards moves d·max(1, N/k) models per link (d: the fraction a gradient touches), the
+# ring 2(N−1)/N: the server catches up from k ≥ d·N²/(2(N−1)) on — just over N/2 shards when dense,
+# fewer when sparse. On the workers' machines it moves d·(N+k−2)/k: dense, it ties at k = N and
+# never wins. Sharded over all N machines, a PS *is* a reduce-scatter and an all-gather: the same
+# bytes as the ring, in two steps (push, then pull) of N−1 messages at once where the ring takes
+# 2(N−1) steps one after the other. Summing in groups relieves a server that has too few shards,
+# and moves the load to the leader. This holds in the setting of the model: no latency, full-duplex
+# links of equal bandwidth behind a switch that never blocks, sums that cost nothing, dense
+# gradients. It stops holding where one of them fails: the ring's 2(N−1) latencies at large N with
+# small tensors, a server with a fatter link (fewer shards suffice), an oversubscribed switch, a
+# leader whose group is one machine summing over PCIe or NVLink (its network link carries one model,
+# as in BytePS and d2l's multi-GPU machines), sparse gradients (the PS moves d of the model, the
+# ring all of it, and a sum over a group is up to N/g times denser than one gradient).
 
 # %% [markdown] slide
 # ## Check your understanding
@@ -212,6 +288,9 @@ display(Markdown(
 #    table: why is its best not simply the difference?
 # 4. For a dense model, how many workers does it take before the synchronous server's link costs
 #    more than the compute? Use `costs.gradients_per_second` to find out.
+# 5. A synchronous server with k dedicated shards, dense gradients: how many shards does it need
+#    to move no more per link than ring all-reduce, for N = 8 and for N = 100? And if each shard
+#    sits on one of the workers' machines?
 #
 # Answers
 # <details><summary>show</summary>
@@ -224,7 +303,11 @@ display(Markdown(
 #    the two add; it is a statement about the expected update, for exponential compute times (here
 #    lognormal). 4. When N·size·4 bytes / bandwidth
 #    passes the compute time: N ≈ 0.1 s · 1.25e9 / (4 · 25e6) ≈ 1.25 — already at two workers
-#    for 25M parameters.
+#    for 25M parameters. 5. max(1, N/k) ≤ 2(N−1)/N: k ≥ N²/(2(N−1)), 4.57 → 5 shards for N = 8,
+#    50.5 → 51 for N = 100, about N/2 (plus the machines to run them). On the workers' machines
+#    (N+k−2)/k only reaches 2(N−1)/N at k = N, and there it is equal: every machine sends the
+#    (N−1)/N of its gradient that others hold and the (N−1)/N of the others' parameters that it
+#    holds, as the ring's reduce-scatter and all-gather do.
 # </details>
 #
 # Back to: [03c · Why staleness needs a smaller lr](03c-staleness-and-the-lr.ipynb) ·
