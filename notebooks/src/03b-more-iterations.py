@@ -181,4 +181,4 @@ display(Markdown(
 # </details>
 #
 # Next: [03c · Why staleness needs a smaller lr](03c-staleness-and-the-lr.ipynb). Assignment:
-# [03a · gradient similarity](../exercises/03a-gradient-similarity.ipynb), its section "Claim B".
+# [03a · gradient similarity](../exercises/03a-gradient-similarity.ipynb), Task 3a.7 (claim B, on time, over seeds).

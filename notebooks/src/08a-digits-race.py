@@ -275,4 +275,4 @@ display(aps.widgets.Picture(aps.widgets.loss_curves(real, by="time", of="accurac
 # Next: [08b · Real digits: where the race stops holding, and claim A](08b-digits-beyond-the-race.ipynb).
 # Back to [06 · Threads, processes and GPUs](06-threads-processes-gpus.ipynb) and
 # [07 · Several machines](07-several-machines.ipynb). Assignment:
-# [03a · gradient similarity](../exercises/03a-gradient-similarity.ipynb), its section "Claim B".
+# [03a · gradient similarity](../exercises/03a-gradient-similarity.ipynb), Task 3a.7 (claim B, on time, over seeds).

@@ -18,6 +18,8 @@
 # every cell from the top; a cell that says `NotImplementedError` is waiting for your code.
 
 # %%
+import math
+
 import numpy as np
 from IPython.display import Markdown, display
 
@@ -223,8 +225,9 @@ for name, problem in [("mlp", mlp), ("logistic", logistic)]:
     print(f"{name:>8} at v0: supports claim A? {supports_a(iid, non_iid)}")
 
 # %% [markdown]
-# ## Claim B: does the non-IID run pay in iterations?
-# Asynchronous runs of the MLP, 4 workers, worker 3 four times slower: versions to reach loss 0.05.
+# ## Does the non-IID run still converge?
+# Asynchronous runs of the MLP, 4 workers, worker 3 four times slower: versions to reach loss 0.05
+# (one seed: a first look, not a ranking — Task 3a.7 measures claim B properly).
 
 # %%
 versions = {}
@@ -345,6 +348,102 @@ best = min(np.mean(times) for times in ([reference_time(b, seed) for seed in ran
 assert np.mean(yours) <= 1.5 * best, \
     f"batch size {chosen} takes {np.mean(yours):.2f} on average; the best takes {best:.2f}"
 ### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Task 3a.7 · claim B, on time, over seeds
+# Claim B says async wins because nobody waits: its updates may be worth less, but more of them
+# arrive per unit of time. Three things make a measurement of it fair (lecture 03b): it is about
+# **time**, not versions (an async version costs one gradient, a sync version four); it ranks two
+# policies, so each gets **its own best lr**; and one seed is one draw of the compute times, so it
+# is measured **over seeds**. Here on a least-squares problem of its own (`race_problem`), 4
+# workers, `jitter=0.3`, a sync run of 60 rounds and an async run of 240 versions (the same 240
+# gradients).
+#
+# Write two functions:
+#
+# - `median_time(policy, lr, compute_times, seeds)`: for each seed, the simulated time at which a
+#   run first reaches loss `RACE_TARGET` (`math.inf` if it never does within its versions), and
+#   their median;
+# - `speedup_at_best_lr(compute_times, seeds)`: for each policy, its best lr in `RACE_LRS` (the one
+#   with the smallest `median_time`); return sync's median time at its best lr divided by
+#   async's at its best lr (> 1: async is faster).
+#
+# They are graded by what they return, on seeds and compute times of the graders' choosing.
+
+# %%
+race_problem = aps.problems.LeastSquares(n=512, dim=10, seed=1)
+RACE_TARGET, RACE_LRS, RACE_STEPS = 0.01, [0.05, 0.1, 0.2, 0.5, 1.0], {"sync": 60, "async": 240}
+
+
+def race_run(policy, lr, compute_times, seed):
+    """One run of the race: 4 workers, jitter 0.3, 60 sync rounds or 240 async versions."""
+    return aps.simulate(race_problem, workers=4, policy=policy, lr=lr, steps=RACE_STEPS[policy],
+                        compute_times=compute_times, jitter=0.3, seed=seed)
+
+# %% solution id=claim-b task="Task 3a.7: claim B, on time, over seeds"
+def median_time(policy, lr, compute_times, seeds):
+    """The median over `seeds` of the time a run first reaches RACE_TARGET (math.inf: never)."""
+    ### BEGIN SOLUTION
+    times = []
+    for seed in seeds:
+        t = race_run(policy, lr, compute_times, seed).time_to_reach(RACE_TARGET)
+        times.append(math.inf if t is None else t)
+    return float(np.median(times))
+    ### END SOLUTION
+
+
+def speedup_at_best_lr(compute_times, seeds):
+    """sync's median time at its best lr in RACE_LRS / async's median time at its best lr."""
+    ### BEGIN SOLUTION
+    best = {policy: min(median_time(policy, lr, compute_times, seeds) for lr in RACE_LRS)
+            for policy in ["sync", "async"]}
+    return best["sync"] / best["async"]
+    ### END SOLUTION
+
+# %%
+claim_b = {name: speedup_at_best_lr(times, range(10))
+           for name, times in [("straggler", [1, 1, 1, 4]), ("no straggler", [1, 1, 1, 1])]}
+print("speedup of async at each policy's best lr, seeds 0-9:",
+      {name: round(value, 2) for name, value in claim_b.items()})
+
+# %% tests id=check-claim-b points=4
+assert isinstance(median_time("async", 0.5, [1, 1, 1, 4], [0]), float), "median_time returns a float"
+assert median_time("sync", 0.5, [1, 1, 1, 1], [0, 1, 2]) > 0, "a time is positive"
+### BEGIN HIDDEN TESTS
+def reference_median(policy, lr, times, seeds):
+    out = []
+    for seed in seeds:
+        ran = aps.simulate(race_problem, workers=4, policy=policy, lr=lr, seed=seed, jitter=0.3,
+                           steps=RACE_STEPS[policy], compute_times=times)
+        reached_at = ran.time_to_reach(RACE_TARGET)
+        out.append(math.inf if reached_at is None else reached_at)
+    return float(np.median(out))
+
+
+for _policy, _lr, _times, _seeds in [("async", 0.2, [1, 1, 1, 4], range(10, 15)),
+                                     ("sync", 0.5, [1, 1, 2, 3], range(20, 25)),
+                                     ("async", 1.0, [1, 1, 1, 4], range(10, 13)),   # none reach
+                                     ("async", 0.45, [1, 1, 1, 1], range(30, 40))]:  # 6 of 10 reach
+    _want = reference_median(_policy, _lr, _times, _seeds)
+    _got = median_time(_policy, _lr, _times, _seeds)
+    assert _got == _want or np.isclose(_got, _want), \
+        f"median_time({_policy!r}, {_lr}, {_times}, seeds {list(_seeds)}): {_got}, expected {_want}"
+_straggler = speedup_at_best_lr([1, 1, 1, 4], range(10, 20))
+_even = speedup_at_best_lr([1, 1, 1, 1], range(10, 20))
+_want = min(reference_median("sync", lr, [1, 1, 1, 4], range(10, 20)) for lr in RACE_LRS) / \
+    min(reference_median("async", lr, [1, 1, 1, 4], range(10, 20)) for lr in RACE_LRS)
+assert np.isclose(_straggler, _want), f"speedup with the straggler, seeds 10-19: {_straggler}, expected {_want}"
+assert _straggler > 1 > _even, f"speedups {_straggler:.2f} (straggler), {_even:.2f} (none)"
+### END HIDDEN TESTS
+
+# %%
+claim_b = your("claim_b")
+display(Markdown(
+    f"At each policy's own best lr, over seeds 0–9: with the straggler async reaches the target "
+    f"**{claim_b['straggler']:.2f}×** as fast as sync; without it **{claim_b['no straggler']:.2f}×**. "
+    + ("Claim B holds where waiting is expensive — with the straggler — and not without it."
+       if claim_b["straggler"] > 1 > claim_b["no straggler"] else
+       "Compare with lecture 03b: does claim B hold in both, one or neither setting?")))
 
 # %% [markdown]
 # ## Think about it (not graded)

@@ -62,4 +62,59 @@ chosen_batch_size = 512
          code='''
 chosen_batch_size = 1
 '''),
+    dict(cell="claim-b",
+         loses=["check-claim-b"],
+         why="counts versions instead of time: an async version costs one gradient, a sync version four",
+         code='''
+def median_time(policy, lr, compute_times, seeds):
+    counts = []
+    for seed in seeds:
+        v = race_run(policy, lr, compute_times, seed).versions_to_reach(RACE_TARGET)
+        counts.append(math.inf if v is None else float(v))
+    return float(np.median(counts))
+
+
+def speedup_at_best_lr(compute_times, seeds):
+    best = {p: min(median_time(p, lr, compute_times, seeds) for lr in RACE_LRS) for p in ["sync", "async"]}
+    return best["sync"] / best["async"]
+'''),
+    dict(cell="claim-b",
+         loses=["check-claim-b"],
+         why="races both policies at the same lr: flatters whichever policy that lr suits",
+         code='''
+def median_time(policy, lr, compute_times, seeds):
+    times = [race_run(policy, lr, compute_times, s).time_to_reach(RACE_TARGET) for s in seeds]
+    return float(np.median([math.inf if t is None else t for t in times]))
+
+
+def speedup_at_best_lr(compute_times, seeds):
+    return median_time("sync", 0.2, compute_times, seeds) / median_time("async", 0.2, compute_times, seeds)
+'''),
+    dict(cell="claim-b",
+         loses=["check-claim-b"],
+         why="leaves out the seeds that never reach the target: a run that fails looks fast",
+         code='''
+def median_time(policy, lr, compute_times, seeds):
+    times = [race_run(policy, lr, compute_times, s).time_to_reach(RACE_TARGET) for s in seeds]
+    reached = [t for t in times if t is not None]
+    return float(np.median(reached)) if reached else math.inf
+
+
+def speedup_at_best_lr(compute_times, seeds):
+    best = {p: min(median_time(p, lr, compute_times, seeds) for lr in RACE_LRS) for p in ["sync", "async"]}
+    return best["sync"] / best["async"]
+'''),
+    dict(cell="claim-b",
+         loses=["check-claim-b"],
+         why="one seed stands for all: one draw of the compute times",
+         code='''
+def median_time(policy, lr, compute_times, seeds):
+    t = race_run(policy, lr, compute_times, list(seeds)[0]).time_to_reach(RACE_TARGET)
+    return math.inf if t is None else float(t)
+
+
+def speedup_at_best_lr(compute_times, seeds):
+    best = {p: min(median_time(p, lr, compute_times, seeds) for lr in RACE_LRS) for p in ["sync", "async"]}
+    return best["sync"] / best["async"]
+'''),
 ]
