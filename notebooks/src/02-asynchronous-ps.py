@@ -124,8 +124,11 @@ display(Markdown(
 
 # %% [markdown] slide
 # ## Many workers: how stale?
-# With N equal workers, each pushes and pulls at once; by the time it pushes again, the other N−1
-# have each pushed once. So in steady state **every push is N−1 versions stale**.
+# N equal workers; each pushes and then pulls at once, so it computes on the version its own push
+# made.
+#
+# **Predict, then run.** How many versions stale is a typical push with 2, 4 and 8 workers? Write
+# your three numbers down before you run the cell.
 
 # %%
 problem = aps.problems.LeastSquares(n=512, dim=10, seed=0)
@@ -136,7 +139,8 @@ for workers in (2, 4, 8):
     print(f"{workers} workers: staleness {common} for {hist[common]} of {hist.sum()} pushes")
 
 # %% [markdown] fragment
-# The first pushes of a run are fresher (nobody has pushed yet); after that, N−1 exactly.
+# By the time a worker pushes again, the other N−1 have each pushed once: in steady state **every
+# push is N−1 versions stale**. The first pushes of a run are fresher (nobody has pushed yet).
 
 # %% [markdown] slide
 # ## A straggler in the asynchronous server

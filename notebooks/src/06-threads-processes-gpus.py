@@ -122,6 +122,9 @@ print(f"simulated speed-up of async over sync: {predicted['async'] / predicted['
 # ## A straggler: measured on this machine
 # The same run for real: 5 ms per gradient for workers 0–2 and 20 ms for worker 3 (the same 1:1:1:4).
 # We count gradients per second of wall-clock time, on threads and on processes.
+#
+# **Predict, then run.** Will the measured speed-ups of async be above, at or below the simulated
+# one, and on which engine further from it? Decide before you run the cell.
 
 # %% tags=nbval-ignore-output
 slowdown = [0.005, 0.005, 0.005, 0.02]

@@ -70,8 +70,11 @@ print("the caption names the last push's versions:",
 # ## What a message costs
 # The same run — 2 workers, 300 pushes, no extra sleep — on the three engines. The gradient of this
 # small problem takes microseconds, so the time per push is almost all communication: a call under
-# a lock (threads), a small message on a pipe with the arrays in shared memory (processes), a remote
-# call with its arguments serialised (rpc).
+# a lock (threads), a push each worker process applies itself to the parameters in shared memory,
+# under a lock shared between processes (processes), a remote call with its arguments serialised
+# (rpc).
+#
+# **Predict, then run.** Rank the three engines by pushes per second before you run the cell.
 
 # %% tags=nbval-ignore-output
 rates = {}

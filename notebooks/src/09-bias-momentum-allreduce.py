@@ -311,5 +311,6 @@ display(Markdown(
 # </details>
 #
 # Back to: [03c · Why staleness needs a smaller lr](03c-staleness-and-the-lr.ipynb) ·
-# [04 · Stale Synchronous Parallel](04-stale-synchronous-parallel.ipynb) · Assignment:
-# [03c · the staleness-aware lr](../exercises/03c-staleness-lr.ipynb).
+# [04 · Stale Synchronous Parallel](04-stale-synchronous-parallel.ipynb) · Assignments:
+# [06 · real engines](../exercises/06-real-engines.ipynb), Task 6.4 (weight each push fairly: section
+# 1 on real threads) and [03c · the staleness-aware lr](../exercises/03c-staleness-lr.ipynb).
