@@ -56,7 +56,8 @@ for push in run.trace.pushes[:4]:
 # | [`03a-similar-gradients`](03a-similar-gradients.ipynb) | claim A: are the workers' gradients similar? (split, batch size, phase) |
 # | [`03b-more-iterations`](03b-more-iterations.ipynb) | claim B: more compute, more iterations — each policy at its best lr |
 # | [`03c-staleness-and-the-lr`](03c-staleness-and-the-lr.ipynb) | why staleness needs a smaller lr; the staleness-aware lr and its bias |
-# | [`04-stale-synchronous-parallel`](04-stale-synchronous-parallel.ipynb) | SSP: between sync and async |
+# | [`04a-stale-synchronous-parallel`](04a-stale-synchronous-parallel.ipynb) | SSP: between sync and async — the gate and its bounds |
+# | [`04b-when-ssp-pays`](04b-when-ssp-pays.ipynb) | SSP: when a threshold pays, over seeds |
 # | [`05-local-updates`](05-local-updates.ipynb) | why can't a worker just update its own copy? |
 # | [`06-threads-processes-gpus`](06-threads-processes-gpus.ipynb) | the same algorithms on real threads and processes |
 # | [`07-several-machines`](07-several-machines.ipynb) | torch.distributed: one server, workers on several machines |

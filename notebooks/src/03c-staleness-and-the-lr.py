@@ -485,7 +485,7 @@ for name, r in runs.items():
     print(f"{name:>5}: diverged={r.diverged}  versions={len(r.losses) - 1}  "
           f"idle time={r.trace.idle_time_per_worker().sum():.0f}")
 display(Markdown(
-    f"Sync is fine at lr 0.6; async diverges at v{len(runs['async'].losses) - 1}. ssp (notebook 04) "
+    f"Sync is fine at lr 0.6; async diverges at v{len(runs['async'].losses) - 1}. ssp (notebook 04a) "
     f"never had to hold a worker back here (idle time {runs['ssp'].trace.idle_time_per_worker().sum():.0f}: "
     f"all workers are equally fast), so it ran exactly like async."))
 
@@ -588,6 +588,6 @@ display(Markdown(
 #    where the measured stale gradient is no longer close to the fresh one.
 # </details>
 #
-# Next: [04 · Stale Synchronous Parallel (SSP)](04-stale-synchronous-parallel.ipynb). Assignment:
+# Next: [04 · Stale Synchronous Parallel (SSP)](04a-stale-synchronous-parallel.ipynb). Assignment:
 # [03c · the staleness-aware lr](../exercises/03c-staleness-lr.ipynb) (where async diverges on the
 # delayed quadratic).

@@ -181,7 +181,7 @@ print("ssp, seed 0: pushes per worker", runs["ssp"][0].trace.pushes_per_worker()
 #   clocks ahead of worker 3: in the long run every worker pushes as often as worker 3, so ssp
 #   computes gradients about as fast as sync (only its first few clocks run ahead). What it changes
 #   is how they are used: one version per gradient, not one per round. (SSP is built for stragglers
-#   that come and go; notebook 04.)
+#   that come and go; notebook 04b.)
 # - "More iterations" is the versions column: async makes many more versions than sync.
 # - The gradients column does **not** isolate staleness. A gradient here is one minibatch of 32
 #   for both, but a sync version averages four of them — one step on a batch of 128, at sync's lr

@@ -128,10 +128,9 @@ def versions(workers, momentum, seed):
     """The first version from which the loss stays below the target (inf: never, or diverged)."""
     run = aps.simulate(problem, workers=workers, policy="async", lr=0.02, momentum=momentum,
                        steps=600, jitter=1.0, seed=seed, loss_every=1)
-    above = np.nonzero(~(np.asarray(run.losses) <= target))[0]
-    if run.diverged or above.size and above[-1] == len(run.losses) - 1:
-        return np.inf
-    return int(above[-1]) + 1 if above.size else 0
+    below = np.asarray(run.losses) <= target
+    stays = np.logical_and.accumulate(below[::-1])[::-1]      # below here and at every later version
+    return np.inf if run.diverged or not stays[-1] else int(np.argmax(stays))
 
 
 best = {}
@@ -311,6 +310,6 @@ display(Markdown(
 # </details>
 #
 # Back to: [03c · Why staleness needs a smaller lr](03c-staleness-and-the-lr.ipynb) ·
-# [04 · Stale Synchronous Parallel](04-stale-synchronous-parallel.ipynb) · Assignments:
+# [04 · Stale Synchronous Parallel](04a-stale-synchronous-parallel.ipynb) · Assignments:
 # [06 · real engines](../exercises/06-real-engines.ipynb), Task 6.4 (weight each push fairly: section
 # 1 on real threads) and [03c · the staleness-aware lr](../exercises/03c-staleness-lr.ipynb).

@@ -9,7 +9,7 @@
 # lets a push get, and choose a threshold that meets a deadline and a staleness limit.
 #
 # Lecture notebook: [04 · Stale Synchronous Parallel
-# (SSP)](../notebooks/04-stale-synchronous-parallel.ipynb). Run every cell from the top; a cell that
+# (SSP)](../notebooks/04a-stale-synchronous-parallel.ipynb). Run every cell from the top; a cell that
 # says `NotImplementedError` is waiting for your code.
 
 # %%
