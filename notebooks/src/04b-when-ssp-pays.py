@@ -300,4 +300,4 @@ print(slider.result)
 # </details>
 #
 # Back to [04a · the gate and its bounds](04a-stale-synchronous-parallel.ipynb). Assignment:
-# [04 · the SSP gate](../exercises/04-ssp-gate.ipynb). Next: [05 · Local updates](05-local-updates.ipynb).
+# [04 · the SSP gate](../exercises/04-ssp-gate.ipynb). Next: [05a · Local updates](05a-local-updates.ipynb).

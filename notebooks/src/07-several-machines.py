@@ -96,7 +96,7 @@ assert rates["rpc"] < rates["threads"]
 # `comm_delay` is the time the parameters (after a pull) or a gradient (before a push) spend
 # travelling. Each iteration pays it twice, under every policy: with compute time 1 and delay d, two
 # workers make 2 / (1 + 2d) gradients per time unit. Pushing the sum of 4 local steps at once
-# (`push_every=4`, Downpour) pays it once per 4 gradients — at the price of notebook 05: local
+# (`push_every=4`, Downpour) pays it once per 4 gradients — at the price of notebook 05b: local
 # copies drift apart between pushes.
 
 # %%
@@ -256,7 +256,7 @@ except ValueError as err:
 #    landed exactly once in between (the two alternate); by 0: the other did not push in between.
 # 2. It pays the 2d of a pull and a push once per 4 gradients instead of once per gradient:
 #    4 + 2d per 4 gradients instead of 4(1 + 2d), so more gradients per time unit when d > 0. The
-#    cost is notebook 05's: the local copies drift apart between pushes and every push is the sum
+#    cost is notebook 05b's: the local copies drift apart between pushes and every push is the sum
 #    of gradients taken on an older version, so the loss can settle higher.
 # 3. The async server applies each push on its own and never waits for anyone, so the killed
 #    worker becomes a `Lost` event and the other two go on making the versions. Sync's barrier

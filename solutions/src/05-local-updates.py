@@ -12,8 +12,9 @@
 # the copies drift apart, predict how the drift grows with n, answer why a worker can't just update
 # its own copy without the server, and choose how often to push when every message counts.
 #
-# Lecture notebook: [05 · Local updates](../notebooks/05-local-updates.ipynb). Run every cell from
-# the top; a cell that says `NotImplementedError` is waiting for your code.
+# Lecture notebooks: [05a · Local updates](../notebooks/05a-local-updates.ipynb) and
+# [05b · Periodic averaging](../notebooks/05b-periodic-averaging.ipynb). Run every cell from the
+# top; a cell that says `NotImplementedError` is waiting for your code.
 
 # %%
 import numpy as np
