@@ -40,7 +40,7 @@ def scaling_table(machine):
     def cell(workers, ours, theirs):
         return {"workers": workers, "processes": ours, "hogwild": theirs, "ratio": ours / theirs,
                 "ratio_range": [ours / theirs - 0.01, ours / theirs + 0.01]}
-    return {"machine": machine, "date": "today", "pairs": 3, "sizes": [
+    return {"machine": machine, "cores": {TWO: 2, SIXTEEN: 16}[machine], "date": "today", "pairs": 3, "sizes": [
         {"size": "1e5", "params": 93_310, "floor": 1000.0,
          "cells": [cell(1, 900.0, 1000.0), cell(2, 1700.0, 2000.0), cell(4, 3000.0, 3000.0),
                    cell(8, 6000.0, 5000.0)]},

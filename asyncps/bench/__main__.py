@@ -186,6 +186,9 @@ def main(argv=None, prog="python -m asyncps.bench"):
                         help="measure nothing: rewrite README.md and the targets from results.json")
     args = parser.parse_args(argv)
     if args.render:
+        if not (args.out / "results.json").exists():
+            print(f"{args.out / 'results.json'} does not exist: run `{prog} --out {args.out}` first")
+            return 1
         results = json.loads((args.out / "results.json").read_text())
         results["targets"] = targets(results)
         (args.out / "results.json").write_text(json.dumps(results, indent=1, default=str))
@@ -215,9 +218,7 @@ def main(argv=None, prog="python -m asyncps.bench"):
     print("the processes engine against Hogwild (updates per second, in turns):")
     table = scaling.measure(["1e5"] if args.quick else ["1e5", "1e6"], [1, 2] if args.quick else [1, 2, 4, 8],
                             pairs=1 if args.quick else 3)
-    previous = args.out / "results.json"
-    tables = json.loads(previous.read_text()).get("processes_scaling", {}) if previous.exists() else {}
-    results["processes_scaling"] = {**tables, table["machine"]: table}   # other machines' are kept
+    results["processes_scaling"] = scaling.kept_with(args.out / "results.json", table)   # others' kept
     results["targets"] = targets(results)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "results.json").write_text(json.dumps(results, indent=1, default=str))

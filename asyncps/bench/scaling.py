@@ -51,7 +51,8 @@ def cell(prob, workers, steps, pairs):
 
 def measure(sizes=("1e5", "1e6"), worker_counts=(1, 2, 4, 8), seconds=2.0, pairs=3, log=print):
     """{"machine", "date", "sizes": [{"size", "params", "floor", "cells": [cell, ...]}]}."""
-    out = {"machine": machine(), "date": time.strftime("%Y-%m-%d"), "pairs": pairs, "sizes": []}
+    out = {"machine": machine(), "cores": os.cpu_count(), "date": time.strftime("%Y-%m-%d"), "pairs": pairs,
+           "sizes": []}
     for size in sizes:
         prob = problem(size)
         base = floor(prob, steps=20)
@@ -69,11 +70,7 @@ def measure(sizes=("1e5", "1e6"), worker_counts=(1, 2, 4, 8), seconds=2.0, pairs
 
 def targets(table):
     """Issue 27's targets for the machine of `table`: (what, achieved, required)."""
-    cores, rows = None, []
-    try:
-        cores = int(table["machine"].split(" cores")[0].rsplit(", ", 1)[-1])
-    except (ValueError, IndexError):
-        pass
+    cores, rows = table.get("cores"), []
     for row in table["sizes"]:
         cells = {c["workers"]: c for c in row["cells"]}
         if cores is not None and cores >= 16:
@@ -87,6 +84,13 @@ def targets(table):
                 rows.append((f"{cores} cores: processes, 1 worker / compute-only floor, {row['size']}",
                              cells[1]["processes"] / row["floor"], 0.85))
     return rows
+
+
+def kept_with(path, table):
+    """Every machine's table in the results.json at `path`, with this machine's `table` in place
+    of its own earlier one."""
+    tables = json.loads(path.read_text()).get("processes_scaling", {}) if path.exists() else {}
+    return {**tables, table["machine"]: table}
 
 
 def markdown(tables):
@@ -125,11 +129,14 @@ def main(argv=None):
     for what, got, need in targets(table):
         print(f"  {'ok  ' if got >= need else 'MISS'} {what}: {got:.2f} (needs >= {need:g})")
     path = args.out / "results.json"
-    if path.exists():
-        results = json.loads(path.read_text())
-        results.setdefault("processes_scaling", {})[table["machine"]] = table
-        path.write_text(json.dumps(results, indent=1, default=str))
-        print(f"\nadded this machine's table to {path}; `python -m asyncps.bench --render` rewrites its README")
+    if not path.exists():
+        print(f"\n{path} does not exist: run `python -m asyncps.bench --out {args.out}` first; this "
+              f"table is printed above and not saved")
+        return 1
+    results = json.loads(path.read_text())
+    results["processes_scaling"] = kept_with(path, table)
+    path.write_text(json.dumps(results, indent=1, default=str))
+    print(f"\nadded this machine's table to {path}; `python -m asyncps.bench --render` rewrites its README")
     return 0
 
 

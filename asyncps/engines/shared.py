@@ -35,6 +35,7 @@ Layout (`Layout.make` in the parent, the same arrays in every worker):
 import contextlib
 import math
 import os
+import platform
 import time
 
 import numpy as np
@@ -55,8 +56,6 @@ FLUSH_EVENTS, FLUSH_SECONDS = 512, 0.1    # a worker sends its events this often
 
 def in_shared_memory(config):
     """Can this run's server live in shared memory (every rule built in, nothing stateful)?"""
-    import platform
-
     return (config.apply is None and config.average is None and config.gate is None
             and config.lr_schedule in LR_SCHEDULES.values() and not config.momentum
             and config.checkpoint is None and config.push_every == 1 and (config.fetch_every or 1) == 1
@@ -252,8 +251,8 @@ class SharedServer:
         clocks = [int(c) for c in self._clocks if c >= 0]
         return semantics.gate(int(self._clocks[worker]), clocks, self.policy.max_ahead)
 
-    def wait_gate(self, time):
-        """Until the gate opens for this worker (or the run ends)."""
+    def wait_gate(self, when):
+        """Until the gate opens for this worker (or the run ends); `when`: the time it asked."""
         pause = 0.0001
         while not self.may_start(self._worker):
             self._sleep(pause)
