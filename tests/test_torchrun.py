@@ -172,11 +172,13 @@ def test_two_torchrun_nodes_of_two_processes_run_a_world(world, tmp_path, policy
     assert aps.violations(trace) == [], w.logs_text()
     assert trace.meta["workers"] == 3 and len(run.losses) == 201
     # every worker rank's own events (its pulls and computes, sent with its calls) arrived at
-    # rank 0; under async a starved rank may not push before the 200 versions are made
-    for kind in ("pull", "compute"):
-        assert {e.worker for e in trace.events if e.kind == kind} == {0, 1, 2}, kind
+    # rank 0 for every rank that pushed. Under async a rank that starts late (four ranks and two
+    # agents on two cores) may find the 200 versions made before its first pull: a pull after the
+    # end is served, not recorded, and that rank rightly has no events at all.
     pushed = {e.worker for e in trace.pushes}
     assert pushed == {0, 1, 2} if policy == "sync" else len(pushed) >= 2, pushed
+    for kind in ("pull", "compute"):
+        assert pushed <= {e.worker for e in trace.events if e.kind == kind}, kind
     if policy == "sync":
         assert all(e.staleness == 0 for e in trace.pushes)
     assert run.losses[-1] < run.losses[0]
