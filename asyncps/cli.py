@@ -156,18 +156,20 @@ ALIASES = {"--learning-rate": "--lr", "--rate": "--lr", "--eta": "--lr", "--step
 def _run_options(entry):
     """(RunConfig field, flag options) offered by `simulate` or `train`: the rest of
     RunConfig's fields are defaults here, or come from --config."""
-    from .core import LR_SCHEDULES, POLICIES, policies
+    from .core import ALL_POLICIES, LR_SCHEDULES, policies
     from .core.config import DEVICES, ENGINES, PARTITIONS
 
     s = getattr(policies, "SSP_MAX_CLOCKS_AHEAD", None)        # ssp's threshold when none is given
 
     shared = [
         ("workers", dict(type=_integer, help="workers (one gradient at a time each)")),
-        ("policy", dict(type=_choice(POLICIES, POLICY_HINTS), choices=POLICIES,
+        ("policy", dict(type=_choice(ALL_POLICIES, POLICY_HINTS), choices=ALL_POLICIES,
                         help="consistency policy")),
         ("max_clocks_ahead", dict(type=_optional_int, metavar="S", help="the SSP threshold (policy "
                                   "ssp): clocks the fastest worker may run ahead of the slowest"
                                   + ("" if s is None else f" (default with --policy ssp: {s})"))),
+        ("wait_for", dict(type=_optional_int, metavar="K", help="the pushes that close a round "
+                          "(policy ksync or kasync)")),
         ("lr", dict(type=_number, help="learning rate")),
         ("lr_schedule", dict(type=_choice(tuple(LR_SCHEDULES)), choices=tuple(LR_SCHEDULES),
                              help="the rate a push is applied with")),
@@ -188,6 +190,8 @@ def _run_options(entry):
                                    help="time units per gradient, one per worker, e.g. 1 1 1 4 "
                                         "(default: 1 each)")),
             ("jitter", dict(type=_number, help="seeded lognormal spread of the compute times")),
+            ("random_delay", dict(type=_number, help="mean of a seeded exponential time added to "
+                                  "each gradient (random stragglers)")),
             ("comm_delay", dict(type=_number, help="time a pull or a push takes to travel")),
         ]
     return shared + [

@@ -106,7 +106,9 @@ def parse(argv, prog="python -m asyncps.launch"):
                         f"Problem, called with seed=--seed where it takes one)")
     p.add_argument("--problem-arg", type=_argument, action="append", default=[], metavar="KEY=VALUE",
                    help="a keyword argument for the factory (repeat it); the value a Python literal")
-    p.add_argument("--policy", choices=("sync", "async", "ssp"), default="async")
+    p.add_argument("--policy", choices=("sync", "async", "ssp", "ksync", "kasync"), default="async")
+    p.add_argument("--wait-for", type=int, default=None,
+                   help="the pushes that close a round (policy ksync or kasync)")
     p.add_argument("--max-clocks-ahead", type=int, default=None,
                    help="the SSP threshold s: clocks the fastest worker may run ahead of the slowest")
     p.add_argument("--staleness", type=int, default=None, help=argparse.SUPPRESS)   # the old name
@@ -130,7 +132,7 @@ def parse(argv, prog="python -m asyncps.launch"):
 def config_of(args, workers):
     """The run's one configuration, from the command line."""
     return RunConfig(engine="rpc", workers=workers, policy=args.policy,
-                     max_clocks_ahead=args.max_clocks_ahead, lr=args.lr,
+                     max_clocks_ahead=args.max_clocks_ahead, wait_for=args.wait_for, lr=args.lr,
                      lr_schedule=args.lr_schedule, steps=args.steps, partition=args.partition,
                      batch_size=args.batch_size, seed=args.seed, timeout=args.timeout,
                      devices=("cpu",) * workers, launcher="asyncps.launch")

@@ -22,7 +22,7 @@ OTHER_COLORS = ("#CC79A7", "#E69F00", "#56B4E9")
 STYLES = (("-", "o"), ((0, (7, 3)), "^"), ((0, (1.5, 2.5)), "s"), ((0, (9, 3, 2, 3)), "D"))
 POLICY_STYLES = {"sync": STYLES[0], "async": STYLES[1], "ssp": STYLES[2]}
 COLORS = {"compute": "#0072B2", "wait": "#BAB0AC", "fresh": "#009E73", "stale": "#D55E00",
-          "lost": "#D55E00", "server": ("#EEF3FA", "#DCE6F2")}
+          "lost": "#D55E00", "dropped": "#616161", "server": ("#EEF3FA", "#DCE6F2")}
 
 
 def loss(run_or_runs, ax=None, label=None, by="version", of="loss"):
@@ -72,7 +72,8 @@ def staleness(run, ax=None):
 
 def timeline(trace_or_run, ax=None, until=None):
     """One row per worker (compute bars, waits in grey, pushes marked, stale ones in red with
-    their staleness) under the server's row (v0, v1, … as they were made), up to time `until`."""
+    their staleness, dropped gradients (ksync) as a grey ×) under the server's row (v0, v1, … as
+    they were made), up to time `until`."""
     trace = as_trace(trace_or_run, "trace_or_run")
     if until is not None and (isinstance(until, bool) or not isinstance(until, Real)
                               or not until >= 0):
@@ -82,13 +83,16 @@ def timeline(trace_or_run, ax=None, until=None):
     ax = _axes(ax, (10, 1.2 + 0.45 * (n + 1)))
     _server_row(ax, trace, end)
     bars = {(w, kind): [] for w in range(n) for kind in ("compute", "wait")}
-    marks = {"fresh": ([], []), "stale": ([], []), "lost": ([], [])}
+    marks = {"fresh": ([], []), "stale": ([], []), "lost": ([], []), "dropped": ([], [])}
     stale_labels, compute_labels = [], []
     for e in trace.events:
         if e.kind in ("compute", "wait") and e.start <= end:
             bars[e.worker, e.kind].append((e.start, min(e.end, end) - e.start))
             if e.kind == "compute":
                 compute_labels.append((e.start, min(e.end, end), e.worker + 1, e.computed_on))
+        elif e.kind == "drop" and e.time <= end:          # where its push would be: a ×
+            marks["dropped"][0].append(e.time)
+            marks["dropped"][1].append(e.worker + 1)
         elif e.kind in ("push", "lost") and e.time <= end:
             kind = "lost" if e.kind == "lost" else "stale" if e.staleness > 0 else "fresh"
             marks[kind][0].append(e.time)
@@ -107,6 +111,10 @@ def timeline(trace_or_run, ax=None, until=None):
         xs, ys = marks[kind]
         ax.scatter(xs, [y - 0.42 for y in ys] if kind != "lost" else ys, marker=marker, s=size,
                    color=COLORS[kind], zorder=3, linewidths=0)
+    if marks["dropped"][0]:                            # ksync: gradients that came too late
+        xs, ys = marks["dropped"]
+        ax.scatter(xs, [y - 0.42 for y in ys], marker="x", s=45, color=COLORS["dropped"],
+                   zorder=3, linewidths=1.6, label="dropped")
     if len(stale_labels) <= 60:
         for t, y, s in stale_labels:
             ax.annotate(f"{s}", (t, y - 0.42), xytext=(3, 2), textcoords="offset points",
@@ -116,7 +124,7 @@ def timeline(trace_or_run, ax=None, until=None):
     ax.set_xlim(0, max(end, 1e-9) * 1.02)
     ax.set_xlabel(_time_label(trace))
     ax.set_title(f"{trace.meta.get('policy', '?')} · {n} workers", loc="left", fontsize=10)
-    _legend(ax)
+    _legend(ax, dropped=bool(marks["dropped"][0]))
     return ax
 
 
@@ -136,7 +144,7 @@ def _server_row(ax, trace, end):
                         fontweight="bold")
 
 
-def _legend(ax):
+def _legend(ax, dropped=False):
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
     handles = [Patch(color=COLORS["compute"], label="compute"),
@@ -144,7 +152,10 @@ def _legend(ax):
                Line2D([], [], marker="^", linestyle="", color=COLORS["fresh"], label="fresh push"),
                Line2D([], [], marker="^", linestyle="", color=COLORS["stale"],
                       label="stale push (its staleness)")]
-    ax.legend(handles=handles, loc="lower right", bbox_to_anchor=(1.0, 1.0), ncol=4,
+    if dropped:
+        handles.append(Line2D([], [], marker="x", linestyle="", color=COLORS["dropped"],
+                              markeredgewidth=1.6, label="dropped"))
+    ax.legend(handles=handles, loc="lower right", bbox_to_anchor=(1.0, 1.0), ncol=len(handles),
               frameon=False, fontsize=8)
 
 

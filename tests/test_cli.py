@@ -191,7 +191,7 @@ def test_the_readme_s_commands_run_as_written(tmp_path):
     (["simulate", "--learning-rate=0.1"], "asyncps simulate", ["did you mean --lr?"]),
     (["simulate", "--max_clocks_ahead", "1"], "asyncps simulate", ["did you mean --max-clocks-ahead?"]),
     (["simulate", "--staleness", "1"], "asyncps simulate", ["--staleness", "renamed", "--max-clocks-ahead"]),
-    (["simulate", "-w", "3"], "asyncps simulate", ["-w", "did you mean --workers?"]),
+    (["simulate", "-w", "3"], "asyncps simulate", ["-w", "did you mean --workers or --wait-for?"]),
     (["simulate", "--engine", "threads"], "asyncps simulate", ["--engine", "an option of asyncps train"]),
     (["train", "--compute-times", "1", "2"], "asyncps train", ["--compute-times", "asyncps simulate"]),
     (["train", "--devices", "cuda"], "asyncps train", ["did you mean --device?"]),

@@ -14,7 +14,8 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
 LECTURE = ["00-start-here", "01-synchronous-ps", "02-asynchronous-ps", "03a-similar-gradients",
            "03b-more-iterations", "03c-staleness-and-the-lr",
-           "04a-stale-synchronous-parallel", "04b-when-ssp-pays", "05a-local-updates", "05b-periodic-averaging", "06-threads-processes-gpus",
+           "04a-stale-synchronous-parallel", "04b-when-ssp-pays", "04c-backup-workers-and-k-async",
+           "05a-local-updates", "05b-periodic-averaging", "06-threads-processes-gpus",
            "07-several-machines", "08a-digits-race", "08b-digits-beyond-the-race",
            "09-bias-momentum-allreduce"]
 ALL = LECTURE + ["playground", "live"]

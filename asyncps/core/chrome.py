@@ -4,13 +4,18 @@ One process, "asyncps run", with one thread per lane of the timeline widget:
 
     tid 0      server     one slice per push it applied ("apply to v3 → v4"); counters: its
                           version and the loss of each version
-    tid k + 1  worker k   compute slices (args: computed_on), waits, and pulls, pushes and a
-                          loss as instants
+    tid k + 1  worker k   compute slices (args: computed_on), waits (at the barrier, the SSP
+                          gate, or until its round closes), and pulls, pushes, drops and a loss
+                          as instants
     (global)              a live run's controls (slow, lr, pause, resume, kill, stop) as instants
                           across every lane
 
 Each push is also a flow arrow from the compute slice that made the gradient to the server slice
 that applied it: a stale push is an arrow that lands on a later version than it left from.
+A dropped gradient (ksync: it came after its round closed) reaches no server slice: it is an
+instant on its worker's lane, "dropped (computed on v3, server at v5)", and no arrow. Under an
+averaging policy (sync, ksync, kasync) the pushes before the last of a round "join the round on
+v3"; the last one applies it, "apply to v3 → v4".
 The server applies pushes one at a time: its slices are drawn a short, fixed width (2% of a
 typical compute), one after another, in the order the server saw them.
 
@@ -22,7 +27,7 @@ import math
 
 PID = 1
 SERVER = 0                                        # the server's tid; worker k is tid k + 1
-WAIT_NAMES = {"barrier": "wait (barrier)", "ssp": "wait (SSP gate)"}
+WAIT_NAMES = {"barrier": "wait (barrier)", "ssp": "wait (SSP gate)", "round": "wait (round)"}
 
 
 def chrome_trace(trace):
@@ -42,6 +47,9 @@ def chrome_trace(trace):
             events += server.apply(e, last_compute.pop(e.worker, None))
         elif e.kind == "control":
             events.append(_control(e, scale))
+        elif e.kind == "drop":                                # its gradient is never applied:
+            last_compute.pop(e.worker, None)                  # no arrow leaves its compute
+            events.append(_drop(e, scale))
         else:
             if e.kind == "compute":
                 last_compute[e.worker] = e
@@ -94,7 +102,8 @@ class _Server:
 
 
 def _apply_name(v, makes, averages):
-    """ "apply to v3 → v4"; under sync, the pushes before the last of a round only join it."""
+    """ "apply to v3 → v4"; under an averaging policy (sync, ksync, kasync) the pushes before the
+    last of a round only join it."""
     if makes:
         return f"apply to v{v} → v{v + 1}"
     return f"join the round on v{v}" if averages else f"apply to v{v}"
@@ -115,6 +124,13 @@ def _on_worker(e, scale):
                         {"worker": e.worker, "version": e.version})
     return _instant(_us(e.time, scale), tid, f"lost: {e.reason}", "lost",
                     {"worker": e.worker, "reason": e.reason})
+
+
+def _drop(e, scale):
+    """A gradient that came after its round closed (ksync), as an instant on its worker's lane."""
+    return _instant(_us(e.time, scale), e.worker + 1,
+                    f"dropped (computed on v{e.computed_on}, server at v{e.version})", "drop",
+                    {"worker": e.worker, "computed_on": e.computed_on, "version": e.version})
 
 
 def _control(e, scale):

@@ -17,7 +17,7 @@ DEVICES = ("cpu", "cuda", "auto")
 PARTITIONS = ("iid", "by_label", "sorted")
 LOOPBACK = "127.0.0.1"
 MAX_SECONDS = 1e6          # timeouts and slowdowns: ~11 days; longer waits overflow the clock
-SIMULATE_ONLY = ("compute_times", "jitter", "comm_delay")
+SIMULATE_ONLY = ("compute_times", "jitter", "random_delay", "comm_delay")
 TRAIN_ONLY = ("engine", "device", "slowdown", "lock", "timeout", "checkpoint", "checkpoint_every",
               "address", "allow_remote")
 SET_BY_ENTRY_POINTS = ("devices", "launcher")
@@ -27,6 +27,7 @@ SYNONYMS = {"learning_rate": "lr", "step_size": "lr", "eta": "lr", "num_workers"
             "num_steps": "steps", "n_steps": "steps", "versions": "steps", "mode": "policy",
             "consistency": "policy", "threshold": "max_clocks_ahead", "bound": "max_clocks_ahead",
             "ssp_threshold": "max_clocks_ahead", "max_staleness": "max_clocks_ahead",
+            "k": "wait_for", "backup_workers": "wait_for",
             "schedule": "lr_schedule", "batch": "batch_size", "random_seed": "seed",
             "push": "apply", "update": "apply", "barrier": "average"}
 RENAMED = {"staleness": ("max_clocks_ahead", "the SSP threshold counts clocks (pushes) the fastest "
@@ -39,6 +40,7 @@ class RunConfig:
     workers: int = 2
     policy: str | Policy = "async"    # given as a name; held as its Policy (policies.py)
     max_clocks_ahead: int | None = None  # ssp's threshold s; None: SSP_MAX_CLOCKS_AHEAD (policies.py)
+    wait_for: int | None = None       # ksync's and kasync's k: the pushes that close a round
     lr: float = 0.1
     lr_schedule: object = "constant"  # a name, or rate(lr, staleness); held as the function
     momentum: float = 0.0
@@ -56,6 +58,7 @@ class RunConfig:
     # the simulator's virtual time
     compute_times: tuple | None = None
     jitter: float = 0.0
+    random_delay: float = 0.0         # mean of an exponential extra time per gradient
     comm_delay: float = 0.0
     # the real engines
     engine: str = "simulate"
@@ -86,18 +89,23 @@ class RunConfig:
         policy = self.policy
         if isinstance(policy, Policy):        # dataclasses.replace passes the Policy back in
             policy = policy.name
-        put("policy", make_policy(policy, self.max_clocks_ahead))
+        put("policy", make_policy(policy, self.max_clocks_ahead, self.wait_for, workers))
         put("max_clocks_ahead", self.policy.max_ahead if self.policy.name == "ssp" else None)
+        put("wait_for", self.policy.wait_for)
         hooks.check(apply=self.apply, average=self.average, gate=self.gate, momentum=self.momentum,
                     policy=self.policy, lr_schedule=self.lr_schedule)
         put("lr_schedule", schedule_of(self.lr_schedule))
         put("momentum", checks.real("momentum", self.momentum, minimum=0.0, below=1.0))
         put("loss_every", checks.integer("loss_every", self.loss_every, minimum=1))
         if self.engine == "simulate":
-            times = [1.0] * workers if self.compute_times is None else checks.vector(
-                "compute_times", self.compute_times, length=workers, minimum=0.0, positive=True)
-            put("compute_times", tuple(float(t) for t in times))
             put("jitter", checks.real("jitter", self.jitter, minimum=0.0, below=5.0))  # e^±15 already
+            put("random_delay", checks.real("random_delay", self.random_delay, minimum=0.0,
+                                            below=MAX_SECONDS))
+            # with a random delay a worker may need no fixed time at all (the pure exponential)
+            times = [1.0] * workers if self.compute_times is None else checks.vector(
+                "compute_times", self.compute_times, length=workers, minimum=0.0,
+                positive=not self.random_delay)
+            put("compute_times", tuple(float(t) for t in times))
             put("comm_delay", checks.real("comm_delay", self.comm_delay, minimum=0.0))
         else:
             self._check_real_engine(put)
@@ -152,9 +160,13 @@ class RunConfig:
         if self.simulated:
             meta.update(compute_times=list(self.compute_times), jitter=self.jitter,
                         comm_delay=self.comm_delay)
+            if self.random_delay:
+                meta["random_delay"] = self.random_delay
         else:
             meta.update(device=self.device, devices=list(self.devices),
                         slowdown=list(self.slowdown), lock=self.lock)
+        if self.wait_for is not None:
+            meta["wait_for"] = self.wait_for
         if self.launcher:
             meta["launcher"] = self.launcher
         return meta

@@ -4,7 +4,10 @@
     Compute(worker, start, end, computed_on)          it computes a gradient on v
     Push(worker, computed_on, applied_to, staleness, time)
                                                       the server applies it to its current version
-    Wait(worker, start, end, reason)                  it sits at the barrier or the SSP gate
+    Drop(worker, computed_on, version, time)          ksync: its gradient came after its round
+                                                      closed (the server was at `version`): not applied
+    Wait(worker, start, end, reason)                  it sits at the barrier, the SSP gate or
+                                                      (ksync, kasync) until its round closes
     Lost(worker, time, reason)                        a real worker died; the run went on without it
     Control(what, worker, value, time)                someone changed a live run (engines/live.py)
 
@@ -47,11 +50,20 @@ class Push:
 
 
 @dataclass(frozen=True)
+class Drop:
+    worker: int
+    computed_on: int
+    version: int         # the server's version when it arrived (> computed_on)
+    time: float
+    kind: ClassVar[str] = "drop"
+
+
+@dataclass(frozen=True)
 class Wait:
     worker: int
     start: float
     end: float
-    reason: str          # "barrier" (sync) or "ssp" (the SSP gate)
+    reason: str          # "barrier" (sync), "ssp" (the SSP gate) or "round" (ksync, kasync)
     kind: ClassVar[str] = "wait"
 
 
@@ -75,4 +87,4 @@ class Control:
     kind: ClassVar[str] = "control"
 
 
-EVENT_TYPES = {cls.kind: cls for cls in (Pull, Compute, Push, Wait, Lost, Control)}
+EVENT_TYPES = {cls.kind: cls for cls in (Pull, Compute, Push, Drop, Wait, Lost, Control)}

@@ -77,11 +77,15 @@ def check(apply, average, gate, momentum, policy, lr_schedule=None):
         if fn is not None and not callable(fn):
             raise checks.bad(name, fn, f"a function {CALLS[name][0]} (or None)", TypeError)
     if apply is not None and policy.averages:
-        raise ValueError(f"apply= is not allowed with policy={policy.name!r}: a sync server averages a "
-                         f"round (use average=); apply= is the asynchronous push (policy 'async' or 'ssp')")
+        raise ValueError(f"apply= is not allowed with policy={policy.name!r}: a {policy.name} server "
+                         f"averages a round (use average=); apply= is the asynchronous push (policy "
+                         f"'async' or 'ssp')")
     if average is not None and not policy.averages:
         raise ValueError(f"average= is not allowed with policy={policy.name!r}: only policy='sync' "
-                         f"averages a round")
+                         f"(and 'ksync', 'kasync') averages a round")
+    if gate is not None and policy.wait_for is not None:
+        raise ValueError(f"gate= is not allowed with policy={policy.name!r}: its workers wait until "
+                         f"their round closes, not at a clock gate (gate= is for 'sync' and 'ssp')")
     if gate is not None and not policy.waits:
         raise ValueError(f"gate= is not allowed with policy={policy.name!r}: an async server never "
                          f"holds a worker back (use policy='ssp')")

@@ -5,7 +5,10 @@
 2. staleness == applied_to - computed_on >= 0, and 0 under sync;
 3. under ssp with threshold s (max_clocks_ahead), a worker starts an iteration (pulls)
    at most s clocks ahead of the slowest live worker;
-4. there is one loss per version.
+4. there is one loss per version;
+5. under ksync and kasync with wait_for=k, every version is made by exactly k pushes, each from
+   another worker; under ksync each is stale by 0, and a Drop is a push computed on an older
+   version than the server's.
 A lock-free trace (meta lock=False) promises none of this: updates may be lost.
 """
 
@@ -37,6 +40,8 @@ def violations(trace):
             found.append(f"under sync each version needs one push per worker ({workers}); got {counts}")
     if applied and versions not in (max(applied) + 1, max(applied)):
         found.append(f"{versions + 1} losses for {max(applied) + 1} versions made")
+    if policy in ("ksync", "kasync"):
+        found += _rounds_of_k(trace, pushes, versions, policy)
     if policy == "ssp" and bound is not None:
         clocks, gone = [0] * workers, set()
         for e in trace.events:
@@ -48,4 +53,25 @@ def violations(trace):
                 clocks[e.worker] += 1
             elif e.kind == "lost":
                 gone.add(e.worker)
+    return found
+
+
+def _rounds_of_k(trace, pushes, versions, policy):
+    """Invariant 5: k pushes per version, from k different workers; ksync's are fresh and its
+    drops are stale."""
+    found, k = [], trace.meta.get("wait_for")
+    rounds = {}
+    for p in pushes:
+        rounds.setdefault(p.applied_to, []).append(p.worker)
+        if policy == "ksync" and p.staleness != 0:
+            found.append(f"{p}: a ksync push must have staleness 0 (a stale one is dropped)")
+    complete = versions - 1 if trace.beyond else versions
+    for v in range(max(complete, 0)):
+        who = rounds.get(v, [])
+        if len(who) != k or len(set(who)) != k:
+            found.append(f"under {policy} with wait_for={k} version v{v + 1} needs {k} pushes from "
+                         f"{k} workers; got workers {who}")
+    for d in trace.of_kind("drop"):
+        if not d.computed_on < d.version:
+            found.append(f"{d}: only a gradient computed on an older version is dropped")
     return found

@@ -9,6 +9,9 @@ sync (BSP): every worker pushes once per round; the round's gradients are averag
 as one new version, so every push is stale by 0, and workers wait at the barrier for the round.
 A worker's clock counts its pushes. The gate lets a worker start an iteration only while its
 clock is at most `max_ahead` clocks ahead of the slowest live worker: 0 is the barrier, s is SSP.
+ksync and kasync close a round on k pushes (the first k fresh ones under ksync, which drops a
+gradient that comes after its round closed; any k under kasync); a worker that pushed waits
+until its round closes.
 
 `apply`, `average` and `gate` below are the built-ins. A learner's own (`aps.simulate(...,
 apply=my_apply)`) has exactly the same signature, and the server calls whichever is configured.
@@ -19,7 +22,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .events import Lost, Pull, Push
+from .events import Drop, Lost, Pull, Push
 
 
 class Snapshot(NamedTuple):
@@ -57,7 +60,9 @@ class Semantics:
         self.steps = None if config.push_every is None else config.steps   # None: local steps only
         self.version = 0
         self.clocks = [0] * self.workers      # pushes per worker; None once a worker is lost
-        self.round = {}                       # sync: worker -> its gradient, this round
+        self.round = {}                       # sync, ksync, kasync: worker -> its gradient
+        self.round_computed_on = {}           # ... and the version it was computed on
+        self.round_size = config.policy.round_size(self.workers)
         self.stopped, self.lost = False, set()
 
     @property
@@ -81,18 +86,22 @@ class Semantics:
         if not 0 <= computed_on <= self.version:
             raise ValueError(f"computed_on={computed_on} is not allowed: it must be a version the "
                              f"server has had, 0..{self.version}")
+        if self.policy.drops_stale and computed_on < self.version:
+            return self.record(Drop(worker, computed_on, self.version, time))   # ksync: too late
         event = self.record(Push(worker, computed_on, self.version, self.version - computed_on, time))
         self.clocks[worker] += 1
-        if self.policy.averages:              # sync: the round's mean is applied once, fresh
+        if self.policy.averages:              # a round's mean is applied once
             if worker in self.round:
                 raise RuntimeError(f"worker {worker} pushed twice in the round on v{self.version}: "
-                                   f"under policy='sync' it must wait at the barrier")
+                                   f"under policy={self.policy.name!r} it must wait until the round "
+                                   f"closes")
             self.round[worker] = grad.copy()
-            grad = self.average(self.round, self.workers)
+            self.round_computed_on[worker] = computed_on
+            grad = self.average(self.round, self.round_size)
             if grad is None:
-                return event                  # the barrier stays closed
-            self.round = {}
-            computed_on = self.version
+                return event                  # the round stays open
+            computed_on = min(self.round_computed_on.values())   # the lr of its stalest push
+            self.round, self.round_computed_on = {}, {}
         self.update(grad, computed_on)
         return event
 
@@ -109,6 +118,8 @@ class Semantics:
         """The barrier (sync) or the SSP gate: may this worker start its next iteration now?"""
         if self.done or not self.policy.waits:
             return True
+        if self.policy.wait_for is not None:  # ksync, kasync: not while its push waits in the round
+            return worker not in self.round
         return self.gate(self.clocks[worker], self.live_clocks, self.policy.max_ahead)
 
     @property
@@ -122,11 +133,15 @@ class Semantics:
         return min(self.live_clocks, default=0)
 
     def lose(self, worker, time, reason):
-        """A real worker died. Async goes on without it; sync and ssp cannot (its clock is stuck)."""
+        """A real worker died. async goes on without it, and so do ksync and kasync while k
+        workers are left; sync and ssp cannot (its clock is stuck)."""
         self.record(Lost(worker, time, reason))
-        if self.policy.waits:
+        left = self.workers - len(self.lost) - 1
+        if self.policy.waits and (self.policy.wait_for is None or left < self.policy.wait_for):
+            needs = ("waits for every worker" if self.policy.wait_for is None else
+                     f"needs {self.policy.wait_for} pushes per round and {left} workers are left")
             raise RuntimeError(f"worker {worker} was lost ({reason}) at v{self.version}: "
-                               f"policy={self.policy.name!r} waits for every worker, so the run "
+                               f"policy={self.policy.name!r} {needs}, so the run "
                                f"cannot go on; use policy='async' to tolerate lost workers")
         self.clocks[worker] = None
         self.lost.add(worker)

@@ -1,6 +1,6 @@
 """One event trace: what every engine records and every view renders.
 
-A run is a sequence of events (events.py: Pull, Compute, Push, Wait, Lost) in the order the
+A run is a sequence of events (events.py: Pull, Compute, Push, Drop, Wait, Lost) in the order the
 server saw them, plus the loss of each server version: ``losses[v]`` is the loss at version v.
 Times are virtual (simulate) or seconds since the start (real engines); ``meta["clock"]`` says
 which, and ``meta`` holds the run's configuration (config.py), written once at the start.
@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from . import tracefile
-from .events import Compute, Lost, Pull, Push, Wait  # noqa: F401  (re-exported: the trace's vocabulary)
+from .events import Compute, Drop, Lost, Pull, Push, Wait  # noqa: F401  (re-exported: the trace's vocabulary)
 from .policies import make_policy
 
 
@@ -100,6 +100,11 @@ class Trace:
         return self.of_kind("push")
 
     @property
+    def drops(self):
+        """ksync: the gradients that came after their round closed, not applied."""
+        return self.of_kind("drop")
+
+    @property
     def waits(self):
         return self.of_kind("wait")
 
@@ -117,7 +122,8 @@ class Trace:
         """The run's Policy (policies.py): whether it averages rounds, whether it waits.
         A trace whose meta names no valid policy (hand-made, edited) is read as async."""
         try:
-            return make_policy(self.meta.get("policy", "async"), self.meta.get("max_clocks_ahead"))
+            return make_policy(self.meta.get("policy", "async"), self.meta.get("max_clocks_ahead"),
+                               self.meta.get("wait_for"))
         except (TypeError, ValueError):
             return make_policy("async")
 

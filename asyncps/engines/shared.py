@@ -56,7 +56,8 @@ FLUSH_EVENTS, FLUSH_SECONDS = 512, 0.1    # a worker sends its events this often
 
 def in_shared_memory(config):
     """Can this run's server live in shared memory (every rule built in, nothing stateful)?"""
-    return (config.apply is None and config.average is None and config.gate is None
+    return (config.policy.wait_for is None            # ksync, kasync: rounds of k, parent-served
+            and config.apply is None and config.average is None and config.gate is None
             and config.lr_schedule in LR_SCHEDULES.values() and not config.momentum
             and config.checkpoint is None and config.push_every == 1 and (config.fetch_every or 1) == 1
             and config.lock and platform.machine().lower() in ("x86_64", "amd64"))

@@ -1,8 +1,9 @@
 """The deterministic simulator: every worker loop driven by one virtual clock.
 
 Worker k needs `compute_times[k]` time units per gradient (times a seeded
-lognormal factor when `jitter` > 0); parameters and gradients each take
-`comm_delay` to travel. Events at the same instant run in a fixed order.
+lognormal factor when `jitter` > 0, plus a seeded exponential time of mean
+`random_delay` when it is > 0: the shifted-exponential model of Dutta et al.
+2018); parameters and gradients each take `comm_delay` to travel. Events at the same instant run in a fixed order.
 
 Determinism contract: `simulate` is a pure function of its arguments. The
 same arguments give the same trace and losses, bit for bit; randomness comes
@@ -41,6 +42,8 @@ def run_simulation(server, problem, shards, config, progress=None):
     (optional) is told the server's version as it goes."""
     workers, times, jitter, comm_delay, seed = (config.workers, config.compute_times, config.jitter,
                                                 config.comm_delay, config.seed)
+    random_delay = config.random_delay
+    rounds = config.policy.wait_for is not None       # ksync, kasync: a gate opens with a version
     now = 0.0
     clock = lambda: now                                     # noqa: E731
     copies = [server.params.copy() for _ in range(workers)]   # each worker's local copy
@@ -60,7 +63,8 @@ def run_simulation(server, problem, shards, config, progress=None):
         for need in loops[k]:
             if need == COMPUTE:
                 factor = float(timing[k].lognormal(0.0, jitter)) if jitter else 1.0
-                return wake(k, now + float(times[k]) * factor)
+                extra = float(timing[k].exponential(random_delay)) if random_delay else 0.0
+                return wake(k, now + float(times[k]) * factor + extra)
             if need == SEND and comm_delay:
                 return wake(k, now + comm_delay)
             if need == GATE:
@@ -69,15 +73,16 @@ def run_simulation(server, problem, shards, config, progress=None):
     for k in range(workers):
         wake(k, 0.0)
     with np.errstate(all="ignore"), one_torch_thread():
-        slowest = server.slowest
+        key = lambda: server.version if rounds else server.slowest    # noqa: E731
+        opens = key()
         while queue and not server.done:
             now, _, k = heapq.heappop(queue)
             advance(k)
             if progress is not None:
                 progress(server.version)
-            if not parked or (config.gate is None and server.slowest == slowest and not server.done):
+            if not parked or (config.gate is None and key() == opens and not server.done):
                 continue                                    # a gate opens only when the slowest moves
-            slowest = server.slowest
+            opens = key()                                   # (ksync, kasync: when a round closes)
             for j in sorted(parked):                        # a push may open the barrier / gate
                 if server.may_start(j):
                     parked.discard(j)

@@ -42,9 +42,9 @@ class WindowModel(rt.TimelineModel):
         pushes = [e for e in self.events if e.kind == "push"]
         seen = max((getattr(e, "version", getattr(e, "computed_on", -1)) for e in self.events
                     if e.kind != "push"), default=-1)
-        if self.averages and made and max(made) > seen:  # sync: has the newest round ended?
+        if self.averages and made and max(made) > seen:  # a round (sync, ksync, kasync): ended?
             newest = max(made) - 1
-            if sum(e.applied_to == newest for e in pushes) < self.workers:
+            if sum(e.applied_to == newest for e in pushes) < self.round_size:
                 del made[newest + 1]                     # no: it is still gathering pushes
         self.base = pushes[0].applied_to if pushes else max(seen, int(version))
         self.made_index = [made[v][0] for v in sorted(made)]

@@ -67,7 +67,7 @@ class ParameterModel:
         p = self.timeline.events[i]
         if p.applied_to + 1 >= len(self.path):
             return None
-        if self.timeline.averages and self.timeline.round_position[i] < self.timeline.workers:
+        if self.timeline.averages and self.timeline.round_position[i] < self.timeline.round_size:
             return None                                        # the round is not averaged yet
         computed_at, applied_at = self.path[p.computed_on], self.path[p.applied_to]
         step = self.path[p.applied_to + 1] - applied_at

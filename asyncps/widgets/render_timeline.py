@@ -2,8 +2,10 @@
 
 One lane per worker plus the server's lane. Frame i shows the run up to its
 i-th event: compute bars labelled with the version they read, pull and push
-arrows, the server stepping v0 → v1 → …, waits at the barrier or the SSP gate
-greyed out, and stale pushes in red. `caption(model, i)` narrates event i in
+arrows, the server stepping v0 → v1 → …, waits at the barrier, the SSP gate or
+until a round closes (ksync, kasync) greyed out, stale pushes in red, and a
+dropped gradient (ksync: it came after its round closed) as a grey dashed push
+that stops halfway to the server at a ✕. `caption(model, i)` narrates event i in
 plain words; it is also the picture's title (what a screen reader says). Time is
 virtual (simulate) or seconds (real engines): the axis shows a window of about a
 dozen compute times around the current event, so both look alike, with round
@@ -18,6 +20,7 @@ from .svg import BG, COLORS, INKS, MUTED, ON_COMPUTE, TEXT, line, nice_ticks, re
 
 LANE, GAP, LEFT, TOP, RIGHT, AXIS = 26, 8, 78, 22, 14, 26
 LABEL_CHAR = 6.5      # px per character of a 10-px bold label, a little more than most fonts take
+DROP = MUTED          # a dropped gradient's stub, ✕ and label: the theme's grey, on either theme
 
 
 class TimelineModel:
@@ -36,6 +39,7 @@ class TimelineModel:
         self.workers = trace.workers
         self.policy = trace.meta.get("policy", "async")      # its name, for the title
         self.averages = trace.policy.averages                # sync: pushes gather into rounds
+        self.round_size = trace.policy.round_size(self.workers)   # k (ksync, kasync), else every worker
         times = [getattr(e, "end", getattr(e, "time", 0.0)) for e in self.events]
         self.now = np.maximum.accumulate(np.array(times, dtype=float))
         # when each version appeared: v+1 is made by the last push applied to v
@@ -45,7 +49,7 @@ class TimelineModel:
             made[p.applied_to + 1] = (i, p.time)
         self.version_index = np.array([-1] + [made[v][0] for v in sorted(made)])
         self.version_time = np.array([0.0] + [made[v][1] for v in sorted(made)])
-        # under sync: which push of its round each push is
+        # under sync, ksync, kasync: which push of its round each push is
         self.round_position, counts = {}, {}
         for i, p in pushes:
             counts[p.applied_to] = counts.get(p.applied_to, 0) + 1
@@ -56,7 +60,8 @@ class TimelineModel:
         self.duration = float(self.now[-1])
         self.intervals = [(i, e) for i, e in enumerate(self.events) if e.kind in ("compute", "wait")]
         self.interval_start = np.array([e.start for _, e in self.intervals])
-        self.points = [(i, e) for i, e in enumerate(self.events) if e.kind in ("pull", "push", "lost")]
+        self.points = [(i, e) for i, e in enumerate(self.events)
+                       if e.kind in ("pull", "push", "drop", "lost")]
         self.point_time = np.array([e.time for _, e in self.points])
 
     @property
@@ -106,25 +111,42 @@ def caption(model, frame):
         if e.reason == "barrier":
             return (f"worker {e.worker} waited at the barrier {span}: every worker must push "
                     f"before the server makes v{at}")
+        if e.reason == "round":
+            return f"worker {e.worker} waited until its round closed, {span}: " + round_rule(model)
         s = model.trace.meta.get("max_clocks_ahead")
         return (f"worker {e.worker} waited at the SSP gate {span}: it was more than s={s} clocks "
                 f"ahead of the slowest worker")
     if e.kind == "lost":
         return f"worker {e.worker} was lost ({e.reason}); the run goes on without it"
+    if e.kind == "drop":
+        return (f"worker {e.worker}'s gradient, computed on v{e.computed_on}, came after its round "
+                f"closed (the server is at v{e.version}): dropped, never applied")
     if e.kind == "control":
         return control_caption(e)
     if model.averages:
-        k = model.round_position[frame]
+        k, n = model.round_position[frame], model.round_size
         if k < n:
             return (f"worker {e.worker} pushed its gradient computed on v{e.computed_on} "
                     f"(stale by {e.staleness}); the server waits for {n - k} more before v{e.applied_to} moves")
         every = model.trace.meta.get("push_every") or 1
-        what = (f"{n} gradients computed on v{e.computed_on}" if every == 1 else
+        what = (f"{n} gradients of the round (fresh or stale)" if model.policy == "kasync" else
+                f"{n} gradients computed on v{e.computed_on}" if every == 1 else
                 f"{n} pushes (each the sum of {every} local gradients, starting from v{e.computed_on})")
         return (f"worker {e.worker}'s push completes the round: the {what} are averaged and applied "
                 f"to v{e.applied_to} → v{e.applied_to + 1} (stale by {e.staleness})")
     return (f"worker {e.worker} computed on v{e.computed_on}; the server is at v{e.applied_to}; "
             f"applied to v{e.applied_to} → v{e.applied_to + 1} (stale by {e.staleness})")
+
+
+def round_rule(model):
+    """When a round closes (ksync, kasync), in words."""
+    k = model.round_size
+    if model.policy == "ksync":
+        return (f"the server closes a round on the first {k} gradients computed on its version; "
+                f"one that comes later is dropped")
+    if model.policy == "kasync":
+        return f"the server closes a round on the first {k} gradients, fresh or stale"
+    return f"the server closes a round on {k} pushes"
 
 
 def lane_y(lane):
@@ -188,7 +210,7 @@ def timeline_svg(model, frame, width=720):
                                  stroke=TEXT if current else "none", width=2 if current else 0))
                 if x1 - x0 > 44:
                     body.append(text((x0 + x1) / 2, y + 14, "waiting", anchor="middle"))
-    # pulls, pushes and losses: those that have happened
+    # pulls, pushes, drops and losses: those that have happened
     if model.points:
         shown = np.nonzero((model.point_time >= t0) & (model.point_time <= t1))[0]
         taken = {}                               # lane -> labels' spans: a label never covers another
@@ -207,16 +229,19 @@ def timeline_svg(model, frame, width=720):
                                  head=kind))
                 if current or (e.staleness > 0 and len(shown) < 60):
                     label = f"stale {e.staleness}" if e.staleness else "fresh"
-                    span = LABEL_CHAR * len(label)
-                    inside = xe + 3 + span <= width - 2             # else left of the push
-                    start = xe + 3 if inside else xe - 3 - span
-                    spans = taken.setdefault(e.worker, [])
-                    if not current and any(a - 2 < start + span and start < b + 2 for a, b in spans):
-                        continue                         # it would cover a label already there
-                    spans.append((start, start + span))
-                    body.append(text(xe + 3 if inside else xe - 3, yw - 3, label,
-                                     anchor="start" if inside else "end", color=INKS[kind], size=10,
-                                     weight="600" if current else None))
+                    body += _point_label(xe, yw, label, INKS[kind], current, taken.setdefault(e.worker, []),
+                                         width)
+            elif e.kind == "drop":                   # a push that never reaches the server
+                top = lane_y(0) + LANE
+                xs, ys = xe - 2.5, yw - 0.5 * (yw - top)           # it stops halfway, at a ✕
+                body.append(line(xe - 5, yw, xs, ys, DROP, 3 if current else 1.4, dash="3,2"))
+                r = 4.5 if current else 3.5
+                for color, stroke in ((BG, 2 * r / 3 + 2), (DROP, 2 * r / 3)):  # a ✕, haloed
+                    body.append(line(xs - r, ys - r, xs + r, ys + r, color, stroke))
+                    body.append(line(xs - r, ys + r, xs + r, ys - r, color, stroke))
+                if current or len(shown) < 60:
+                    body += _point_label(xe, yw, "dropped", DROP, current, taken.setdefault(e.worker, []),
+                                         width)
             else:
                 body.append(rect(xe - 8, yw + 5, 16, 16, BG, stroke=INKS["lost"], width=1))  # a badge
                 body.append(text(xe, yw + 18, "✕", color=INKS["lost"], size=14, anchor="middle"))
@@ -231,6 +256,19 @@ def timeline_svg(model, frame, width=720):
         body.append(text(x(tick), base + 12, tick_label(tick), anchor="middle", color=MUTED, size=10))
     title = f"timeline, {status}. frame {frame} of {model.frames - 1}: {caption(model, frame)}"
     return svg(width, height, body, "asyncps-timeline", title)
+
+
+def _point_label(xe, yw, label, color, current, spans, width):
+    """A push's or a drop's label just above its worker's lane, right of it (left of it at the
+    right edge): [] where it would cover a label already there (`spans`), unless it is current."""
+    span = LABEL_CHAR * len(label)
+    inside = xe + 3 + span <= width - 2                 # else left of the push
+    start = xe + 3 if inside else xe - 3 - span
+    if not current and any(a - 2 < start + span and start < b + 2 for a, b in spans):
+        return []                                       # it would cover a label already there
+    spans.append((start, start + span))
+    return [text(xe + 3 if inside else xe - 3, yw - 3, label, anchor="start" if inside else "end",
+                 color=color, size=10, weight="600" if current else None)]
 
 
 def time_ticks(t0, t1, plot=600):

@@ -58,6 +58,7 @@ for push in run.trace.pushes[:4]:
 # | [`03c-staleness-and-the-lr`](03c-staleness-and-the-lr.ipynb) | why staleness needs a smaller lr; the staleness-aware lr and its bias |
 # | [`04a-stale-synchronous-parallel`](04a-stale-synchronous-parallel.ipynb) | SSP: between sync and async — the gate and its bounds |
 # | [`04b-when-ssp-pays`](04b-when-ssp-pays.ipynb) | SSP: when a threshold pays, over seeds |
+# | [`04c-backup-workers-and-k-async`](04c-backup-workers-and-k-async.ipynb) | K-sync (backup workers) and K-async: async against fair opponents, random stragglers |
 # | [`05a-local-updates`](05a-local-updates.ipynb) | why can't a worker just update its own copy? |
 # | [`05b-periodic-averaging`](05b-periodic-averaging.ipynb) | periodic averaging (local SGD), messages in time, a push as a delta |
 # | [`06-threads-processes-gpus`](06-threads-processes-gpus.ipynb) | the same algorithms on real threads and processes |

@@ -157,7 +157,10 @@ display(Markdown(
     f"of one.\n"
     f"- The setting: least squares (convex, well conditioned), whole-shard gradients, IID shards, one "
     f"straggler four times slower. A worse-conditioned problem, minibatches or non-IID shards move "
-    f"these numbers (notebooks 04, 08a and 09 rerun the race in other settings)."))
+    f"these numbers (notebooks 04, 08a and 09 rerun the race in other settings).\n"
+    f"- The opponent here is a full barrier, which waits for the slowest worker every round. Sync "
+    f"that waits only for the fastest k (backup workers) and K-async are fairer opponents: "
+    f"lecture 04c races them."))
 
 # %% [markdown]
 # ## Check your understanding
@@ -179,6 +182,9 @@ display(Markdown(
 #    while the async server keeps taking the three fast workers' pushes (and the straggler's pushes,
 #    staler now, count less and less).
 # </details>
+#
+# Async against fairer opponents than a full barrier (backup workers, K-async):
+# [04c](04c-backup-workers-and-k-async.ipynb).
 #
 # Next: [03c · Why staleness needs a smaller lr](03c-staleness-and-the-lr.ipynb). Assignment:
 # [03a · gradient similarity](../exercises/03a-gradient-similarity.ipynb), Task 3a.7 (claim B, on time, over seeds).

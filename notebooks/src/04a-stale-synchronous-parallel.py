@@ -8,7 +8,8 @@
 # - read the SSP gate's waits in the Timeline and the staleness it allows in the histogram;
 # - derive how stale a push can get under the gate — (N − 1)(2s + 1) versions — and check it.
 #
-# Part 1 of 2; [04b](04b-when-ssp-pays.ipynb) asks when SSP pays.
+# Part 1 of 3; [04b](04b-when-ssp-pays.ipynb) asks when SSP pays, [04c](04c-backup-workers-and-k-async.ipynb)
+# races async against backup workers and K-async.
 
 # %% [markdown] slide
 # ## The rule

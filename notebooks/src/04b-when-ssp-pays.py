@@ -7,7 +7,7 @@
 # - say when a larger s helps (slowness that comes and goes) and when it cannot (a persistent
 #   straggler).
 #
-# Part 2 of 2, after [04a](04a-stale-synchronous-parallel.ipynb) (the rule, the gate, the bounds).
+# Part 2 of 3, after [04a](04a-stale-synchronous-parallel.ipynb) (the rule, the gate, the bounds).
 # The cell below rebuilds 04a's runs: least squares, four workers, worker 3 four times slower,
 # lr 0.2, 200 versions, for s = 0, 1, 2, 4, 8, async, sync, and sync with lr × 4 (= ssp s = 0).
 
@@ -300,4 +300,5 @@ print(slider.result)
 # </details>
 #
 # Back to [04a · the gate and its bounds](04a-stale-synchronous-parallel.ipynb). Assignment:
-# [04 · the SSP gate](../exercises/04-ssp-gate.ipynb). Next: [05a · Local updates](05a-local-updates.ipynb).
+# [04 · the SSP gate](../exercises/04-ssp-gate.ipynb). Next: [04c · Backup workers and
+# K-async](04c-backup-workers-and-k-async.ipynb), the other ways to not wait for the slowest.

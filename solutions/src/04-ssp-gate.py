@@ -6,7 +6,9 @@
 # compute, push), the server asks the **SSP gate**: is this worker at most **s** clocks ahead of the
 # slowest worker? If not, the worker waits until the slowest one pushes. You will write that gate
 # and watch the real server run it, measure how far ahead a worker starts, predict how stale SSP
-# lets a push get, and choose a threshold that meets a deadline and a staleness limit.
+# lets a push get, and choose a threshold that meets a deadline and a staleness limit. Then two
+# rules that wait for k of the N workers (K-async and backup workers): the expected time of a
+# round, and whose gradients backup workers throw away.
 #
 # Lecture notebook: [04 · Stale Synchronous Parallel
 # (SSP)](../notebooks/04a-stale-synchronous-parallel.ipynb). Run every cell from the top; a cell that
@@ -287,6 +289,108 @@ else:
     chosen = trial(threshold)
 
 # %% [markdown]
+# ## Task 4.5 · the expected time of a round
+# Lecture [04c](../notebooks/04c-backup-workers-and-k-async.ipynb) races two more rules between sync
+# and async: `policy="kasync", wait_for=k` (K-async: a round closes on the first k gradients, fresh or
+# stale, averaged) and `policy="ksync", wait_for=k` (backup workers: the first k fresh ones; late
+# gradients are dropped). Under K-async a worker that pushed waits until its round closes; the
+# others keep computing.
+#
+# Let every gradient take an **exponential** time of mean `mean` (in the simulator:
+# `compute_times=[0] * n, random_delay=mean`), independently. Write
+# `expected_round_time(n, k, mean)`: the expected time from one K-async version to the next with
+# n workers, as a formula (no simulation). Hints: the minimum of m independent exponential times of
+# mean `mean` is exponential with mean `mean / m`, and an exponential time forgets how long it has
+# already run — a worker that is still computing is, in distribution, just starting.
+
+# %% solution id=round-time task="Task 4.5: the expected time of a round"
+def expected_round_time(n, k, mean):
+    """Expected time of a K-async round: n workers, rounds of k, exponential times of mean `mean`."""
+    ### BEGIN SOLUTION
+    # the first of n running workers finishes after mean / n; it then waits, so the next is the
+    # first of n - 1, and so on: mean * (1/n + 1/(n-1) + ... + 1/(n-k+1)) = mean * (H_n - H_(n-k))
+    return mean * sum(1.0 / m for m in range(n - k + 1, n + 1))
+    ### END SOLUTION
+
+# %% tests id=check-round-time points=2
+assert abs(expected_round_time(1, 1, 2.0) - 2.0) < 1e-12, "one worker: one exponential time"
+assert abs(expected_round_time(4, 1, 1.0) - 0.25) < 1e-12, "k = 1 is async: the first of four"
+### BEGIN HIDDEN TESTS
+for _n, _k, _mean in [(4, 4, 1.0), (4, 2, 1.0), (6, 3, 0.5), (10, 7, 2.0), (3, 2, 1.5)]:
+    _expected = _mean * sum(1.0 / _m for _m in range(_n - _k + 1, _n + 1))
+    assert abs(expected_round_time(_n, _k, _mean) - _expected) < 1e-9 * _expected, (_n, _k, _mean)
+_sim = np.mean([aps.simulate(problem, workers=5, policy="kasync", wait_for=3, lr=0.01, steps=600,
+                             compute_times=[0] * 5, random_delay=2.0, seed=_s,
+                             loss_every=600).trace.pushes[-1].time / 600 for _s in range(3)])
+assert abs(expected_round_time(5, 3, 2.0) / _sim - 1) < 0.06, "the simulator disagrees"
+### END HIDDEN TESTS
+
+# %%
+for n, k in [(4, 4), (4, 3), (4, 2), (4, 1)]:
+    simulated = np.mean([aps.simulate(problem, workers=n, lr=0.01, steps=500, compute_times=[0] * n,
+                                      random_delay=1.0, seed=seed, loss_every=500,
+                                      **(dict(policy="kasync", wait_for=k))).trace.pushes[-1].time / 500
+                         for seed in range(3)])
+    print(f"n={n}, k={k}: your formula {expected_round_time(n, k, 1.0):.3f}, simulated {simulated:.3f}")
+
+# %% [markdown]
+# ## Task 4.6 · whose gradients are dropped?
+# Under `ksync` a gradient that arrives after its round closed is a `Drop` event (`trace.drops`;
+# each has `worker`, `computed_on`, the server's `version` and `time`); the applied ones are
+# `trace.pushes`. Write `drop_rate(trace)`: a dict from **every** worker (0 … `trace.workers` − 1)
+# to the fraction of **its own** gradients that were dropped (dropped / (dropped + applied)); a
+# worker that sent none has 0.0.
+
+# %% solution id=drop-rate task="Task 4.6: whose gradients are dropped?"
+def drop_rate(trace):
+    """{worker: the share of its gradients that were dropped}."""
+    ### BEGIN SOLUTION
+    dropped, applied = [0] * trace.workers, [0] * trace.workers
+    for d in trace.drops:
+        dropped[d.worker] += 1
+    for p in trace.pushes:
+        applied[p.worker] += 1
+    return {w: dropped[w] / (dropped[w] + applied[w]) if dropped[w] + applied[w] else 0.0
+            for w in range(trace.workers)}
+    ### END SOLUTION
+
+# %%
+persistent = aps.simulate(problem, workers=4, policy="ksync", wait_for=3, lr=0.1, steps=100,
+                          compute_times=[1, 1, 1, 2.5])
+moving = aps.simulate(problem, workers=4, policy="ksync", wait_for=3, lr=0.1, steps=100,
+                      compute_times=[0.5] * 4, random_delay=1.0, seed=0)
+print("a persistent straggler:", {w: round(r, 2) for w, r in drop_rate(persistent.trace).items()})
+print("random stragglers:     ", {w: round(r, 2) for w, r in drop_rate(moving.trace).items()})
+
+# %% tests id=check-drop-rate points=2
+_rates = drop_rate(persistent.trace)
+assert set(_rates) == {0, 1, 2, 3}, "one entry per worker"
+assert _rates[3] == 1.0 and _rates[0] == 0.0, "worker 3 is always last: every gradient of it is dropped"
+### BEGIN HIDDEN TESTS
+_r = drop_rate(moving.trace)
+for _w in range(4):
+    _d = sum(1 for d in moving.trace.drops if d.worker == _w)
+    _a = sum(1 for p in moving.trace.pushes if p.worker == _w)
+    assert abs(_r[_w] - _d / (_d + _a)) < 1e-12, (_w, _r[_w], _d, _a)
+assert all(0 < _r[_w] < 1 for _w in range(4))
+_six = aps.simulate(problem, workers=6, policy="ksync", wait_for=2, lr=0.1, steps=20,
+                    compute_times=[1, 1, 3, 3, 3, 50])
+_r6 = drop_rate(_six.trace)
+assert set(_r6) == set(range(6)) and _r6[5] == 0.0, "a worker that sent nothing has 0.0"
+assert _r6[2] == 1.0 and _r6[0] == 0.0
+_kasync = aps.simulate(problem, compute_times=[1, 1, 1, 2.5], workers=4, policy="kasync", wait_for=3,
+                       lr=0.1, steps=30)
+assert drop_rate(_kasync.trace) == {0: 0.0, 1: 0.0, 2: 0.0, 3: 0.0}
+### END HIDDEN TESTS
+
+# %%
+rates = drop_rate(moving.trace)
+display(Markdown(
+    f"With a persistent straggler, worker 3 loses {drop_rate(persistent.trace)[3]:.0%} of its "
+    f"gradients: its shard never counts. With random stragglers the drops are shared: "
+    f"{min(rates.values()):.0%}–{max(rates.values()):.0%} per worker, so every shard counts."))
+
+# %% [markdown]
 # ## Think about it (not graded)
 # 1. With s = 1, the gap at a pull is at most 1 — but right after a push, the fastest worker's clock
 #    can be 2 ahead of the slowest. Why does that not break the promise?
@@ -295,3 +399,5 @@ else:
 #    *later* pushes stay below even that?
 # 3. In Task 4.4 the staleness bound allowed one threshold for certain. Did a larger one also stay
 #    under the limit in the five runs? Would you trust it on the next five seeds?
+# 4. Task 4.5's formula holds for K-async. Why does `ksync`'s round here take longer than it (lecture
+#    04c), and what would the server have to do for the formula to hold?

@@ -69,4 +69,50 @@ threshold = 1
          code='''
 threshold = 1000
 '''),
+    dict(cell="round-time", loses=["check-round-time"],
+         why="linear in k (k / n of a gradient's mean): right for k = 1, too short for larger k",
+         code='''
+def expected_round_time(n, k, mean):
+    return mean * k / n
+'''),
+    dict(cell="round-time", loses=["check-round-time"],
+         why="the k-th of k workers (H_k), forgetting that n are running",
+         code='''
+def expected_round_time(n, k, mean):
+    return mean * sum(1.0 / m for m in range(1, k + 1))
+'''),
+    dict(cell="round-time", loses=["check-round-time"],
+         why="the workers that pushed keep running: k of n, each mean / n apart",
+         code='''
+def expected_round_time(n, k, mean):
+    return k * mean / n if k < n else mean * sum(1.0 / m for m in range(1, n + 1))
+'''),
+    dict(cell="drop-rate", loses=["check-drop-rate"],
+         why="divides by every worker's gradients: the shares of the whole run, not of each worker",
+         code='''
+def drop_rate(trace):
+    total = len(trace.drops) + len(trace.pushes)
+    return {w: sum(d.worker == w for d in trace.drops) / total for w in range(trace.workers)}
+'''),
+    dict(cell="drop-rate", loses=["check-drop-rate"],
+         why="leaves out the workers that sent nothing",
+         code='''
+def drop_rate(trace):
+    rates = {}
+    for w in {e.worker for e in trace.drops + trace.pushes}:
+        d = sum(x.worker == w for x in trace.drops)
+        rates[w] = d / (d + sum(p.worker == w for p in trace.pushes))
+    return rates
+'''),
+    dict(cell="drop-rate", loses=["check-drop-rate"],
+         why="dropped / applied instead of dropped / sent: a worker that is always dropped divides by 0",
+         code='''
+def drop_rate(trace):
+    rates = {}
+    for w in range(trace.workers):
+        d = sum(x.worker == w for x in trace.drops)
+        a = sum(p.worker == w for p in trace.pushes)
+        rates[w] = d / a if a else (1.0 if d else 0.0)
+    return rates
+'''),
 ]
