@@ -4,7 +4,9 @@
 # The simulator predicts; real threads and processes measure. You will write two small functions —
 # the staleness each worker's pushes carry, and the speed-up the simulator's cost model predicts for
 # async over sync — predict how stale a straggler's pushes are, check all of it against real runs on
-# this machine, and finally write your own push rule that removes the bias a straggler causes.
+# this machine, write your own push rule that removes the bias a straggler causes, and finally
+# count what the busiest link of a sharded server carries when bytes cost time (lecture 09,
+# section 3), and at how many shards it keeps up with ring all-reduce.
 #
 # Lecture notebook: [06 · Threads, processes and
 # GPUs](../notebooks/06-threads-processes-gpus.ipynb). Run every cell from the top; a cell that says
@@ -12,8 +14,10 @@
 
 # %%
 import numpy as np
+from IPython.display import Markdown, display
 
 import asyncps as aps
+from asyncps import costs
 
 problem = aps.problems.LeastSquares(n=512, dim=10, seed=0)
 
@@ -214,6 +218,97 @@ for _times in ([1, 1, 1, 4], [1, 2, 3, 4]):
 ### END HIDDEN TESTS
 
 # %% [markdown]
+# ## Task 6.5 · a sharded server's busiest link
+# Lecture 09, section 3, and `asyncps.costs`: every link is full duplex (it carries the same
+# bandwidth in each direction at once), and the communication of a synchronous round takes as long
+# as the models through its **busiest link, in one direction**. A single server's link takes all N
+# gradients in while it sends N copies of the parameters out: N models. Li et al. (2014, OSDI) split
+# the keys over k **server shards**, each holding 1/k of them: a worker pushes to each shard the
+# 1/k of its gradient that the shard holds and pulls from it the same 1/k of the parameters, so its
+# own link still carries one whole model out and one in.
+#
+# Write `busiest_link(workers, servers, colocated=False)`: the number of models (a float) through
+# the busiest link in one direction in one round of a synchronous server with N = `workers`
+# workers and k = `servers` shards,
+#
+# - `colocated=False`: each shard on a machine of its own (any k of 1 or more, also more than N);
+# - `colocated=True`: the k shards on k of the workers' machines (k from 1 to N), as BytePS (Jiang
+#   et al. 2020, OSDI) counts them. Such a machine computes a gradient *and* serves a shard; the
+#   part of its gradient its own shard holds never leaves the machine, and it does not send its
+#   shard's parameters to itself.
+#
+# Count what goes out of each kind of machine (what comes in is the same), then take the largest.
+
+# %% solution id=busiest-link task="Task 6.5: a sharded server's busiest link"
+def busiest_link(workers, servers, colocated=False):
+    """Models through the busiest link, one direction, per round of a sync PS with k shards."""
+    ### BEGIN SOLUTION
+    if colocated:
+        # out of a shard's machine: the (k-1)/k of its gradient that the other shards hold, and its
+        # shard's 1/k of the parameters to each of the N-1 other workers; a plain worker sends 1
+        return (workers - 1) / servers + (servers - 1) / servers
+    # a shard's link: 1/k of the model to each of N workers; a worker's link: its whole gradient
+    return max(1.0, workers / servers)
+    ### END SOLUTION
+
+# %% tests id=check-busiest-link points=2
+one = busiest_link(4, 1)
+assert one is not None and abs(one - 4) < 1e-9, \
+    f"busiest_link(4, 1) returned {one!r}; one server's link carries 4 models each way"
+assert abs(busiest_link(4, 4) - 1) < 1e-9, "4 shards for 4 workers: every link carries one model"
+### BEGIN HIDDEN TESTS
+for _n in range(2, 17):
+    for _k in range(1, 2 * _n + 1):
+        _want = costs.busiest_link_models("sync_ps", _n, servers=_k)
+        _got = busiest_link(_n, _k)
+        assert abs(_got - _want) < 1e-9, f"N = {_n}, k = {_k} dedicated shards: {_got!r}, not {_want:g}"
+        if _k <= _n:
+            _want = costs.busiest_link_models("sync_ps", _n, servers=_k, colocated=True)
+            _got = busiest_link(_n, _k, colocated=True)
+            assert abs(_got - _want) < 1e-9, f"N = {_n}, k = {_k} shards on workers: {_got!r}, not {_want:g}"
+    _ring = costs.busiest_link_models("allreduce", _n)
+    assert abs(busiest_link(_n, _n, colocated=True) - _ring) < 1e-9, \
+        f"N = {_n}: shards on all N workers move what ring all-reduce moves, {_ring:g} models"
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## What the shards buy
+# Lecture 09's case: N = 8 workers, 0.1 s per gradient, no straggler, a dense model of 25M float32
+# parameters, 10 Gbit/s links. Gradients per second from `costs.gradients_per_second`, with
+# your count of the busiest link in parentheses, against ring all-reduce.
+
+# %%
+n, size, bandwidth = 8, 25e6, 1.25e9           # workers, parameters, bytes per second: 10 Gbit/s
+compute = [0.1] * n                             # seconds per gradient
+
+
+def sharded(k, colocated=False):
+    """Gradients per second of a sync PS with k shards, in this case."""
+    return costs.gradients_per_second("sync_ps", compute, size, bandwidth, servers=k,
+                                      colocated=colocated)
+
+
+ring = costs.gradients_per_second("allreduce", compute, size, bandwidth)
+print("gradients per second (your models through the busiest link, one direction)")
+print(f"{'':18s}{'dedicated shards':>18s}{'shards on workers':>20s}")
+for k in (1, 2, 4, 8):
+    print(f"{f'sync PS, k = {k}':18s}{sharded(k):11.1f} ({busiest_link(n, k):4.2f})"
+          f"{sharded(k, True):13.1f} ({busiest_link(n, k, colocated=True):4.2f})")
+print(f"{'ring all-reduce':18s}{ring:11.1f} ({costs.busiest_link_models('allreduce', n):4.2f})")
+dedicated_k = next((k for k in range(1, 4 * n) if sharded(k) >= ring * (1 - 1e-9)), None)
+colocated_k = next((k for k in range(1, n + 1) if sharded(k, True) >= ring * (1 - 1e-9)), None)
+display(Markdown(
+    f"One server makes **{sharded(1):.1f}** gradients per second, ring all-reduce **{ring:.1f}**. "
+    f"With shards on machines of their own the server reaches the ring at **k = {dedicated_k}** "
+    f"(k ≥ N²/2(N−1) = {n ** 2 / (2 * (n - 1)):.2f} for N = {n}), on {n + (dedicated_k or 0)} "
+    f"machines where the ring needs {n}. With the shards on the workers' machines it reaches it "
+    f"only at **k = {colocated_k}**, and there it ties: your count gives "
+    f"{busiest_link(n, n, colocated=True):.2f} models through the busiest link, the ring's "
+    f"2(N−1)/N = {2 * (n - 1) / n:.2f}. Sharded over all its workers, a parameter server moves the "
+    f"bytes of a reduce-scatter and an all-gather (Li et al. 2014, OSDI; BytePS, Jiang et al. "
+    f"2020, OSDI)."))
+
+# %% [markdown]
 # ## Think about it (not graded)
 # 1. Why is the measured speed-up a little below the prediction? (What does the model leave out:
 #    the time of a push itself, the sleep's overshoot, Python's lock around the server?)
@@ -222,3 +317,8 @@ for _times in ([1, 1, 1, 4], [1, 2, 3, 4]):
 # 3. Your `fair_apply` gives the stalest pushes the largest steps — the opposite of
 #    `divide_by_staleness`. When would that be dangerous? (Try a larger lr, or a slower straggler:
 #    its pushes are multiplied by its time per gradient.)
+# 4. Dedicated shards catch up with ring all-reduce from k ≥ N²/2(N−1) on, but they are k more
+#    machines; on the workers' machines they cost none and only tie at k = N. Which would you
+#    choose for N = 8, and what changes when a gradient touches 1 % of the parameters (try
+#    `density=0.01` in `costs.gradients_per_second`: the server moves only those rows, the
+#    ring the dense tensor)?

@@ -30,19 +30,47 @@ def mean_pairwise_similarity(grads):
     pairs = [cosine(grads[i], grads[j]) for i in range(len(grads)) for j in range(i, len(grads))]
     return float(np.mean(pairs))
 '''),
-    dict(cell="supports-a",
-         loses=["check-supports-a"],
-         why="decides from the partition's name, not from the numbers",
+    dict(cell="stale-against-fresh",
+         loses=["check-stale-against-fresh"],
+         why="compares with the full-data gradient, not the worker's own shard",
          code='''
-def supports_a(iid_similarity, non_iid_similarity):
-    return {"iid": True, "non_iid": False}
+def stale_against_fresh(problem, run):
+    params = run.trace.params
+    return [cosine(problem.gradient(params[p.computed_on]), problem.gradient(params[p.applied_to]))
+            for p in run.trace.pushes if p.staleness > 0]
 '''),
-    dict(cell="supports-a",
-         loses=["check-supports-a"],
-         why="strictly above 0.5: 0.5 itself does not count",
+    dict(cell="stale-against-fresh",
+         loses=["check-stale-against-fresh"],
+         why="splits the data with seed 0 whatever the run's seed (IID shards change with it)",
          code='''
-def supports_a(iid_similarity, non_iid_similarity):
-    return {"iid": bool(iid_similarity > 0.5), "non_iid": bool(non_iid_similarity > 0.5)}
+def stale_against_fresh(problem, run):
+    meta, params = run.trace.meta, run.trace.params
+    shards = problem.shards(meta["workers"], meta["partition"], 0)
+    return [cosine(problem.gradient(params[p.computed_on], shards[p.worker]),
+                   problem.gradient(params[p.applied_to], shards[p.worker]))
+            for p in run.trace.pushes if p.staleness > 0]
+'''),
+    dict(cell="stale-against-fresh",
+         loses=["check-stale-against-fresh"],
+         why="compares with the version the push made (applied_to + 1), not the one it landed on",
+         code='''
+def stale_against_fresh(problem, run):
+    meta, params = run.trace.meta, run.trace.params
+    shards = problem.shards(meta["workers"], meta["partition"], meta["seed"])
+    return [cosine(problem.gradient(params[p.computed_on], shards[p.worker]),
+                   problem.gradient(params[p.applied_to + 1], shards[p.worker]))
+            for p in run.trace.pushes if p.staleness > 0]
+'''),
+    dict(cell="stale-against-fresh",
+         loses=["check-stale-against-fresh"],
+         why="keeps the fresh pushes too (their cosine is 1): the list is too long",
+         code='''
+def stale_against_fresh(problem, run):
+    meta, params = run.trace.meta, run.trace.params
+    shards = problem.shards(meta["workers"], meta["partition"], meta["seed"])
+    return [cosine(problem.gradient(params[p.computed_on], shards[p.worker]),
+                   problem.gradient(params[p.applied_to], shards[p.worker]))
+            for p in run.trace.pushes]
 '''),
     dict(cell="predict-mlp",
          loses=["check-predict-mlp"],

@@ -80,4 +80,43 @@ def fair_apply(params, version, grad, computed_on, lr):
 def fair_apply(params, version, grad, computed_on, lr):
     return params - lr * grad, version + 1, version - computed_on
 '''),
+    dict(cell="busiest-link", loses=["check-busiest-link"],
+         why="N/k for dedicated shards: forgets that each worker's own link carries a whole model, "
+             "so more shards than workers seem to help",
+         code='''
+def busiest_link(workers, servers, colocated=False):
+    if colocated:
+        return (workers + servers - 2) / servers
+    return workers / servers
+'''),
+    dict(cell="busiest-link", loses=["check-busiest-link"],
+         why="ring all-reduce's 2(N-1)/N whatever the shards and where they sit",
+         code='''
+def busiest_link(workers, servers, colocated=False):
+    return 2 * (workers - 1) / workers
+'''),
+    dict(cell="busiest-link", loses=["check-busiest-link"],
+         why="counts shards on the workers' machines as if they had machines of their own",
+         code='''
+def busiest_link(workers, servers, colocated=False):
+    return max(1.0, workers / servers)
+'''),
+    dict(cell="busiest-link", loses=["check-busiest-link"],
+         why="shards on workers as N/k: drops the worker's own gradient to the other shards, and "
+             "sends the shard's parameters to its own machine",
+         code='''
+def busiest_link(workers, servers, colocated=False):
+    if colocated:
+        return workers / servers
+    return max(1.0, workers / servers)
+'''),
+    dict(cell="busiest-link", loses=["check-busiest-link"],
+         why="shards on workers: the machine sends its whole gradient out, its own shard's part too "
+             "(1 + (N-1)/k)",
+         code='''
+def busiest_link(workers, servers, colocated=False):
+    if colocated:
+        return 1 + (workers - 1) / servers
+    return max(1.0, workers / servers)
+'''),
 ]
