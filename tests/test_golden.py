@@ -8,7 +8,8 @@ The recorded file is `tests/golden/traces.json`. It is written only by hand, on 
 
     python tests/test_golden.py --write      # after a change that is *meant* to alter runs
 
-Every case covers a different path of the server and the worker loop: each policy, jitter,
+Every case covers a different path of the server and the worker loop: each policy (ksync and
+kasync added later, recorded when they were written), jitter, random_delay,
 comm_delay, minibatches, non-IID shards, momentum, the lr schedules, Downpour's push_every and
 fetch_every, local-only runs, learner hooks, loss_every, trace_limit, divergence.
 """
@@ -76,6 +77,11 @@ def cases():
         "loss-every-limit": (lsq, dict(workers=4, policy="async", lr=0.05, steps=80, loss_every=3,
                                        trace_limit=50, jitter=0.4)),
         "diverges": (quad, dict(workers=4, policy="async", lr=1.9, steps=400)),
+        "ksync-drops-random-delay": (lsq, dict(workers=4, policy="ksync", wait_for=3, lr=0.05,
+                                               steps=30, compute_times=[0.5, 0.5, 0.5, 1.5],
+                                               random_delay=0.5, seed=6)),
+        "kasync-minibatch": (logistic, dict(workers=4, policy="kasync", wait_for=2, lr=0.3, steps=30,
+                                            batch_size=16, compute_times=[1, 1, 2, 3], seed=8)),
     }
 
 

@@ -185,3 +185,32 @@ def test_ksync_on_a_worker_pushing_twice_in_a_round_is_refused():
     with pytest.raises(RuntimeError, match="pushed twice in the round"):
         server.push(0, np.ones(1), 0)
     assert math.isfinite(server.params[0])
+
+
+@pytest.mark.usefixtures("nothing_left_behind")
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize("engine", ["processes", "rpc"])
+@pytest.mark.parametrize("policy", ["ksync", "kasync"])
+def test_a_killed_worker_is_lost_and_rounds_of_k_go_on(engine, policy):
+    import test_faults as faults
+
+    prob = faults.least_squares_with(faults.victim_hook(faults.sigkill_self))
+    run = aps.train(prob, workers=3, policy=policy, wait_for=2, lr=0.05, steps=300, engine=engine,
+                    slowdown=[0.001] * 3)
+    (lost,) = run.trace.lost
+    assert lost.worker == 1 and len(run.losses) == 301
+    check_rounds(run, policy, 2, 300)
+    assert all(p.worker != 1 for p in run.trace.pushes if p.time > lost.time + 0.5)
+
+
+@pytest.mark.usefixtures("nothing_left_behind")
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize("engine", ["processes", "rpc"])
+def test_a_killed_worker_stops_rounds_that_need_every_worker_saying_why(engine):
+    import test_faults as faults
+
+    prob = faults.least_squares_with(faults.victim_hook(faults.sigkill_self))
+    with pytest.raises(RuntimeError, match=r"worker 1 was lost .*needs 3 pushes per round and 2 "
+                                           r"workers are left"):
+        aps.train(prob, workers=3, policy="kasync", wait_for=3, lr=0.05, steps=10_000, engine=engine,
+                  timeout=10)

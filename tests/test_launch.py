@@ -86,6 +86,17 @@ def test_launch_runs_a_three_rank_world_on_loopback(ranks, tmp_path):
     assert {e.worker for e in run.trace.pushes} == {0, 1}
 
 
+@pytest.mark.parametrize("policy", ["ksync", "kasync"])
+def test_launch_runs_rounds_of_k(ranks, tmp_path, policy):
+    world = ranks(4, "--problem", "lsq", "--policy", policy, "--wait-for", "2", "--steps", "60",
+                  "--out", tmp_path / "run.npz")
+    assert world.codes() == [0, 0, 0, 0], world.output(0)
+    run = aps.load_run(tmp_path / "run.npz")
+    assert run.trace.meta["policy"] == policy and run.trace.meta["wait_for"] == 2
+    assert aps.violations(run.trace) == [] and len(run.losses) == 61
+    assert len(run.trace.pushes) == 2 * 60
+
+
 def test_launch_runs_a_problem_defined_outside_asyncps(ranks, tmp_path):
     (tmp_path / "mypkg").mkdir()
     (tmp_path / "mypkg" / "__init__.py").write_text("")
