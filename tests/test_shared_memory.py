@@ -37,9 +37,11 @@ def test_runs_with_the_built_in_rules_run_in_shared_memory(policy, schedule):
     {"push_every": 2},
     {"push_every": None},
     {"fetch_every": 3},
+    {"policy": "ksync", "wait_for": 2},
+    {"policy": "kasync", "wait_for": 2},
 ], ids=["apply", "average", "gate", "lr_schedule", "momentum", "checkpoint", "push_every",
-        "no pushes", "fetch_every"])
-def test_a_hook_state_or_local_steps_keep_the_parent_serving(change):
+        "no pushes", "fetch_every", "ksync", "kasync"])
+def test_a_hook_state_local_steps_or_rounds_of_k_keep_the_parent_serving(change):
     assert not shared.in_shared_memory(config(**change))
 
 
