@@ -122,10 +122,16 @@ def test_a_drop_s_frame_draws_it_and_says_it_was_dropped(ksync):
         assert "dropped" in svg_texts(svg)              # the current drop is always labelled
         title = ET.fromstring(svg).find(f"{SVG}title").text
         assert title.endswith(said)
-    # the drop's mark: a dashed stub that stops short of the server, and a ✕ at its end
+    # the drop's mark: a dashed stub that goes nowhere, and a ✕ on its worker's own lane
     frame = drops[0]
-    assert timeline_svg(model, frame).count('stroke-dasharray="3,2"') == 1 + before.count(
-        'stroke-dasharray="3,2"')
+    assert timeline_svg(model, frame).count('stroke-dasharray="2,2"') == 1 + before.count(
+        'stroke-dasharray="2,2"')
+    d, lane_top = model.events[frame], 22 + (model.events[frame].worker + 1) * (26 + 8)
+    crosses = [el for el in ET.fromstring(timeline_svg(model, frame)).iter(f"{SVG}line")
+               if el.get("stroke") == "#616161" and el.get("stroke-dasharray") is None
+               and el.get("x1") != el.get("x2")]                  # the ✕'s diagonals, not ticks
+    assert crosses and all(lane_top <= float(el.get(y)) <= lane_top + 26
+                           for el in crosses for y in ("y1", "y2")), "the ✕ sits on the lane"
 
 
 def test_every_frame_of_a_ksync_and_a_kasync_run_renders(ksync, kasync):

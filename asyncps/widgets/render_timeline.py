@@ -4,8 +4,8 @@ One lane per worker plus the server's lane. Frame i shows the run up to its
 i-th event: compute bars labelled with the version they read, pull and push
 arrows, the server stepping v0 → v1 → …, waits at the barrier, the SSP gate or
 until a round closes (ksync, kasync) greyed out, stale pushes in red, and a
-dropped gradient (ksync: it came after its round closed) as a grey dashed push
-that stops halfway to the server at a ✕. `caption(model, i)` narrates event i in
+dropped gradient (ksync: it came after its round closed) as a grey ✕ on its
+worker's lane, where its compute ended, under a stub of a push that goes nowhere. `caption(model, i)` narrates event i in
 plain words; it is also the picture's title (what a screen reader says). Time is
 virtual (simulate) or seconds (real engines): the axis shows a window of about a
 dozen compute times around the current event, so both look alike, with round
@@ -231,11 +231,11 @@ def timeline_svg(model, frame, width=720):
                     label = f"stale {e.staleness}" if e.staleness else "fresh"
                     body += _point_label(xe, yw, label, INKS[kind], current, taken.setdefault(e.worker, []),
                                          width)
-            elif e.kind == "drop":                   # a push that never reaches the server
-                top = lane_y(0) + LANE
-                xs, ys = xe - 2.5, yw - 0.5 * (yw - top)           # it stops halfway, at a ✕
-                body.append(line(xe - 5, yw, xs, ys, DROP, 3 if current else 1.4, dash="3,2"))
-                r = 4.5 if current else 3.5
+            elif e.kind == "drop":                   # a push that never leaves its lane
+                xs, ys = xe - 3, yw + LANE / 2                     # a ✕ where its compute ended
+                body.append(line(xe - 5, yw, xe - 3, yw - GAP / 2, DROP, 3 if current else 1.4,
+                                 dash="2,2"))                      # a stub that goes nowhere
+                r = 5.5 if current else 4.5
                 for color, stroke in ((BG, 2 * r / 3 + 2), (DROP, 2 * r / 3)):  # a ✕, haloed
                     body.append(line(xs - r, ys - r, xs + r, ys + r, color, stroke))
                     body.append(line(xs - r, ys + r, xs + r, ys - r, color, stroke))
