@@ -56,7 +56,7 @@ def gradients_per_second(policy, compute, size, bandwidth, bytes_per=4, density=
     if policy == "async_ps":
         workers = np.sum(1.0 / (compute + 2 * model / bandwidth))
         return min(workers, servers * bandwidth / model)
-    return n / (compute.max() + busiest_link_models(policy, n, servers, groups, colocated)
+    return n / (compute.max() + _busiest_link_models(policy, n, servers, groups, colocated)
                 * model / bandwidth)
 
 
@@ -69,6 +69,12 @@ def busiest_link_models(policy, workers, servers=1, groups=None, colocated=False
     if policy == "async_ps":
         raise ValueError("policy='async_ps' is not allowed: an asynchronous server has no rounds; "
                          "use 'sync_ps' or 'allreduce'")
+    return _busiest_link_models(policy, workers, servers, groups, colocated)
+
+
+def _busiest_link_models(policy, workers, servers, groups, colocated):
+    """busiest_link_models' count, for a layout already checked (gradients_per_second checks
+    its own, once)."""
     if policy == "allreduce":
         return 2 * (workers - 1) / workers
     groups = workers if groups is None else groups

@@ -132,6 +132,10 @@ class ParameterServer(semantics.Semantics):
             value, metrics = self.score(self.params)
         self.record_version(value, metrics, self.params, scored)
 
+    def scorers(self):
+        """The loss function (None: no loss) and the {name: metric} this server scores with."""
+        return self._loss, dict(self._metrics)
+
     def score(self, params):
         """The loss and the metrics of `params`: (loss, {name: value}); None without a loss."""
         if self._loss is None:

@@ -114,6 +114,19 @@ def descend(params, grad, lr):
     torch.from_numpy(params).add_(torch.from_numpy(grad), alpha=-lr)
 
 
+def write_score(row, params, loss, metrics):
+    """Score the version `params` are into its row of the log: `loss(params)`, each of `metrics`
+    (the metric functions, in the log's column order) and whether `params` are all finite. The
+    worker that made the version scores it, or the parent when that worker died before it could
+    (`Observer.lost`). Returns (the loss, finite)."""
+    with np.errstate(all="ignore"):
+        row[LOSS] = value = float(loss(params))
+        for i, metric in enumerate(metrics):
+            row[LOSS + 1 + i] = float(metric(params))
+    row[FINITE] = finite = checks.all_finite(params)
+    return value, finite
+
+
 # -- a worker's side --------------------------------------------------------------------------
 class SharedServer:
     """The server as a worker process sees it: the shared arrays, the lock, a pipe for its events.
@@ -231,19 +244,12 @@ class SharedServer:
             if self._history is not None:
                 self._history[slot] = self.params
             if made % self.loss_every == 0 or made >= self.steps:
-                self._score(row, made)
+                loss, finite = write_score(row, self.params, self._problem.loss, self._metrics)
+                if divergence(loss, float(self._reals[START]), finite, made, float(self._reals[LR])):
+                    self._flags[0] = 1                  # the parent says why, from the same row
             if made >= self.steps:
                 self._flags[0] = 1                      # the last version: everyone stops
         head[WRITTEN] += 1                              # published: the parent may read the row
-
-    def _score(self, row, version):
-        with np.errstate(all="ignore"):
-            row[LOSS] = loss = float(self._problem.loss(self.params))
-            for i, metric in enumerate(self._metrics):
-                row[LOSS + 1 + i] = float(metric(self.params))
-        row[FINITE] = finite = checks.all_finite(self.params)
-        if divergence(loss, float(self._reals[START]), finite, version, float(self._reals[LR])):
-            self._flags[0] = 1                          # the parent says why, from the same row
 
     # -- the gate: the shared clocks ----------------------------------------------------------
     def may_start(self, worker):
@@ -319,15 +325,6 @@ class Observer:
         params = self._history[slot] if self._history is not None else self._params
         server.record_version(float(row[LOSS]), metrics, params, scored, finite=bool(row[FINITE]))
 
-    def _score(self, row, version):
-        scored = self.server.score(self._params) if self.server.scored(version) else None
-        if scored is None:
-            return
-        row[LOSS], metrics = scored
-        for i, name in enumerate(self._names):
-            row[LOSS + 1 + i] = metrics[name]
-        row[FINITE] = checks.all_finite(self._params)
-
     def set_lr(self, lr):
         self._reals[LR] = lr
 
@@ -382,7 +379,9 @@ class Observer:
             row[TIME], row[MADE] = self._reals[PENDING_TIME], head[VERSION]
             if self._history is not None:
                 self._history[slot] = self._params
-            self._score(row, int(head[VERSION]))        # what the worker would have scored
+            (loss, metrics), made = self.server.scorers(), int(head[VERSION])
+            if loss is not None and self.server.scored(made):   # what the worker would have scored
+                write_score(row, self._params, loss, [metrics[name] for name in self._names])
             head[WRITTEN] += 1
         elif head[SEQ] & 1:
             head[SEQ] += 1
