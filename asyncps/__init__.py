@@ -6,7 +6,7 @@
                        compute_times=[1, 1, 1, 4], seed=0)
     run.trace.pushes[-1].staleness
 """
-from . import problems
+from . import classroom, problems
 from .core import (ALL_POLICIES, LR_SCHEDULES, POLICIES, Compute, Drop, Lost, ParameterServer, Pull, Push, Run,
                    RunConfig, Snapshot, Trace, Wait, load_run, violations)
 from .core.events import Control
@@ -47,4 +47,4 @@ def __getattr__(name):
         return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'asyncps' has no attribute {name!r}")
 __all__ = ["simulate", "train", "compare", "load_run", "violations", "ENGINES", "Lost", "ParameterServer", "Snapshot", "Trace", "Run", "Pull", "Compute", "Push",
-           "Wait", "Drop", "Control", "LiveRun", "Problem", "problems", "widgets", "plot", "POLICIES", "ALL_POLICIES", "LR_SCHEDULES", "RunConfig"]
+           "Wait", "Drop", "Control", "LiveRun", "Problem", "problems", "widgets", "plot", "classroom", "POLICIES", "ALL_POLICIES", "LR_SCHEDULES", "RunConfig"]

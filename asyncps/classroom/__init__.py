@@ -1,0 +1,13 @@
+"""The class is the cluster: students' kernels join the lecturer's run as workers, over the network.
+
+    room = aps.classroom.serve(problem, workers=30, policy="async", lr=0.1, steps=3000)  # lecturer
+    aps.classroom.join(room.address, token=room.token, name="ada", problem=problem)      # student
+
+    room.py     the lecturer's room: one parameter server behind a ZeroMQ socket, its security
+    student.py  join(): this kernel runs the worker loop against the room
+    wire.py     a message: a JSON header and an array's raw bytes, checked (no pickle)
+"""
+from .room import Room, fingerprint, serve
+from .student import Contribution, RoomLost, join
+
+__all__ = ["serve", "join", "Room", "Contribution", "RoomLost", "fingerprint"]

@@ -1,0 +1,278 @@
+"""The lecturer's side: a room is one parameter server that students' kernels join over the network.
+
+    room = aps.classroom.serve(problem, workers=30, policy="async", lr=0.1, steps=3000)
+    room.address, room.token       # what students type into aps.classroom.join(...)
+    run = room.result()            # a Run like any other once `steps` versions are made
+
+The room runs the same server as every engine (asyncps/core): a student's push is applied by
+`ParameterServer.push`, so versions, staleness, the barrier, the SSP gate and the invariants are
+the ones of every other run, and the trace names each seat's student (trace.meta["students"]).
+
+Transport: ZeroMQ (pyzmq, which every Jupyter kernel already runs on), one ROUTER socket; each
+student is a DEALER. Messages are a JSON header and raw array bytes (wire.py): no pickle.
+Security, since a room listens on a network:
+- a random token per room (`secrets`), compared in constant time;
+- a session key per student, issued at join and bound to that student's connection: nobody
+  pushes as another; each push carries a sequence number that must grow (no replays);
+- message size caps (ZeroMQ drops a larger message before it is read), a per-student rate limit;
+- 127.0.0.1 unless another host is given, and then a warning;
+- every refusal is counted in `room.refused` by reason, and nothing refused is applied.
+A student silent for `silent_after` seconds is lost (a Lost event): async goes on, sync names
+who holds the barrier.
+"""
+import collections
+import hmac
+import math
+import secrets
+import threading
+import time
+import warnings
+
+import numpy as np
+
+from ..core.config import LOOPBACK, RunConfig
+from ..core.events import Compute
+from ..engines.worker import prepare
+from . import wire
+
+SILENT_AFTER = 30.0            # seconds without a word before a student is lost
+MAX_RATE = 500.0               # messages a second a student may send (a burst of as many)
+FINISH_GRACE = 2.0             # seconds the room keeps answering "done" after the last version
+
+
+def fingerprint(problem):
+    """What both sides must agree on before a student may push: the problem's name, its
+    parameters' count and dtype, and its data size."""
+    x0 = np.asarray(problem.x0)
+    return {"problem": problem.name, "size": int(x0.size), "dtype": str(x0.dtype), "n": problem.n}
+
+
+class Room:
+    """A running room: a thread that serves one ROUTER socket (see the module's docstring)."""
+
+    def __init__(self, problem, host=LOOPBACK, port=0, silent_after=SILENT_AFTER, max_rate=MAX_RATE,
+                 **run_arguments):
+        import zmq
+
+        if host != LOOPBACK:
+            warnings.warn(f"host={host!r}: the room listens beyond this machine; anyone who can reach "
+                          f"it and has the token can push. Share the token only with your class "
+                          f"(docs/classroom.md: firewalls, TLS)", stacklevel=3)
+        self.config = RunConfig(engine="threads", **run_arguments)
+        self.server, self.shards = prepare(problem, self.config)
+        self.server.trace.meta.update(engine="classroom", students={})
+        self.problem, self.fingerprint = problem, fingerprint(problem)
+        self.token = secrets.token_urlsafe(16)
+        self.silent_after, self.max_rate = float(silent_after), float(max_rate)
+        self.refused = collections.Counter()         # reason -> how many messages were refused
+        self.seats = {}                              # worker -> {"name", "session", "who", ...}
+        self.failed, self._stop = None, threading.Event()
+        self._start = time.monotonic()
+        self._context = zmq.Context()
+        self._socket = self._context.socket(zmq.ROUTER)
+        self._socket.setsockopt(zmq.MAXMSGSIZE, self.server.params.nbytes + 2 * wire.HEADER_BYTES)
+        self._socket.setsockopt(zmq.LINGER, 0)
+        port = self._socket.bind_to_random_port(f"tcp://{host}") if port == 0 else \
+            self._socket.bind(f"tcp://{host}:{port}") or port
+        self.address = f"tcp://{host}:{port}"
+        self._thread = threading.Thread(target=self._serve, name="asyncps-room", daemon=True)
+        self._thread.start()
+
+    # -- what the lecturer calls ----------------------------------------------------------------
+    def result(self, timeout=None):
+        """The Run once the room has made its versions (or was stopped); raises what failed it."""
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            raise TimeoutError(f"the room is still running after {timeout:g} s "
+                               f"(v{self.server.version} of {self.config.steps})")
+        if self.failed is not None:
+            raise self.failed
+        return self.server.result()
+
+    def stop(self):
+        """End the run now (the students are told at their next message) and close the room."""
+        self._stop.set()
+        self._thread.join(10)
+
+    @property
+    def state(self):
+        """One row per student: name, pushes, mean staleness, seconds since last heard, status."""
+        now, rows = self._clock(), []
+        for k, seat in sorted(self.seats.items()):
+            stale = [p.staleness for p in self.server.trace.pushes if p.worker == k]
+            rows.append({"worker": k, "name": seat["name"], "pushes": len(stale),
+                         "mean_staleness": float(np.mean(stale)) if stale else math.nan,
+                         "silent_for": now - seat["heard"],
+                         "status": "lost" if k in self.server.lost else "left" if seat["left"] else
+                         "in the room"})
+        return {"version": self.server.version, "steps": self.config.steps, "students": rows,
+                "refused": dict(self.refused)}
+
+    def _repr_html_(self):
+        state = self.state
+        rows = "".join(f"<tr><td>{r['worker']}</td><td>{_escape(r['name'])}</td><td>{r['pushes']}</td>"
+                       f"<td>{r['mean_staleness']:.2f}</td><td>{r['status']}</td></tr>"
+                       for r in state["students"])
+        return (f"<div class='asyncps-room'><b>room</b> {_escape(self.address)} · token "
+                f"<code>{_escape(self.token)}</code> · v{state['version']} of {state['steps']}"
+                f"<table><tr><th>seat</th><th>student</th><th>pushes</th><th>mean staleness</th>"
+                f"<th>status</th></tr>{rows}</table></div>")
+
+    # -- the serving thread ---------------------------------------------------------------------
+    def _clock(self):
+        return time.monotonic() - self._start
+
+    def _serve(self):
+        import zmq
+
+        poller = zmq.Poller()
+        poller.register(self._socket, zmq.POLLIN)
+        finished_at = None
+        try:
+            while not self._stop.is_set():
+                if poller.poll(50):
+                    self._handle(self._socket.recv_multipart(copy=True))
+                self._lose_the_silent()
+                if (self.server.done or self.failed is not None) and finished_at is None:
+                    finished_at = time.monotonic()
+                if finished_at is not None and (time.monotonic() - finished_at > FINISH_GRACE
+                                                or self._everyone_told()):
+                    break
+        finally:
+            if not self.server.done:
+                self.server.stop("the room was stopped", diverged=False)
+            self._socket.close(0)
+            self._context.term()
+
+    def _everyone_told(self):
+        return self.failed is None and all(seat["told_done"] or seat["left"] or k in self.server.lost
+                                           for k, seat in self.seats.items())
+
+    def _handle(self, frames):
+        who, frames = frames[0], frames[1:]
+        try:
+            if not frames:
+                raise wire.Refused("garbage", "an empty message")
+            header = wire.header_of(frames[0])
+            op = header["op"]
+            if self.failed is not None:               # the students still asking are told why
+                reply, array = {"ok": False, "refused": "failed", "why": str(self.failed)}, None
+            elif op == "join":
+                reply, array = self._join(who, header), None
+            else:
+                k = self._seat_of(who, header)
+                handlers = {"pull": self._pull, "push": self._push, "gate": self._gate,
+                            "leave": self._leave}          # nothing else is reachable by name
+                reply, array = handlers.get(op, self._unknown)(k, header, frames[1:])
+        except wire.Refused as refusal:
+            self.refused[refusal.reason] += 1
+            reply, array = {"ok": False, "refused": refusal.reason, "why": str(refusal)}, None
+        except RuntimeError as err:                   # the semantics refused: sync lost a worker
+            self.failed = self.failed or err
+            reply, array = {"ok": False, "refused": "failed", "why": str(err)}, None
+        self._socket.send_multipart([who] + wire.pack(reply, array))
+
+    def _join(self, who, header):
+        token = header.get("token")
+        if not isinstance(token, str) or not hmac.compare_digest(token.encode(), self.token.encode()):
+            raise wire.Refused("token", "a wrong or missing token")
+        name = header.get("name")
+        if not isinstance(name, str) or not 0 < len(name) <= 40 or not name.isprintable():
+            raise wire.Refused("garbage", "name must be printable text of 1 to 40 characters")
+        if header.get("fingerprint") != self.fingerprint:
+            raise wire.Refused("fingerprint", f"this room trains {self.fingerprint}; the student "
+                                              f"built {header.get('fingerprint')}")
+        free = [k for k in range(self.config.workers) if k not in self.seats]
+        if not free:
+            raise wire.Refused("full", f"all {self.config.workers} seats are taken")
+        k, session = free[0], secrets.token_hex(16)
+        self.seats[k] = {"name": name, "session": session, "who": who, "seq": -1,
+                         "heard": self._clock(), "allowance": self.max_rate, "told_done": False,
+                         "left": False}
+        self.server.trace.meta["students"][str(k)] = name
+        c = self.config
+        return {"ok": True, "worker": k, "session": session, "workers": c.workers,
+                "policy": c.policy.name, "max_clocks_ahead": c.max_clocks_ahead,
+                "wait_for": c.wait_for, "partition": c.partition, "batch_size": c.batch_size,
+                "seed": c.seed, "steps": c.steps, "lr": c.lr}
+
+    def _seat_of(self, who, header):
+        """The seat whose session this is, from the connection it was issued to; rate-limited."""
+        session = header.get("session")
+        for k, seat in self.seats.items():
+            if isinstance(session, str) and hmac.compare_digest(session.encode(),
+                                                                 seat["session"].encode()):
+                if seat["who"] != who:
+                    raise wire.Refused("session", "a session key used from another connection")
+                now = self._clock()
+                seat["allowance"] = min(self.max_rate, seat["allowance"]
+                                        + (now - seat["heard"]) * self.max_rate)
+                if seat["allowance"] < 1:
+                    raise wire.Refused("rate", f"more than {self.max_rate:g} messages a second")
+                seat["allowance"] -= 1
+                seat["heard"] = now
+                if k in self.server.lost or seat["left"]:
+                    raise wire.Refused("lost", f"seat {k} was lost or left")
+                return k
+        raise wire.Refused("session", "an unknown session key")
+
+    def _unknown(self, k, header, payload):
+        raise wire.Refused("garbage", f"op {header['op']!r} is not one of join, pull, push, gate, leave")
+
+    def _pull(self, k, header, payload):
+        snapshot = self.server.pull(k, self._clock())
+        self.seats[k]["told_done"] |= self.server.done
+        return {"ok": True, "version": snapshot.version, "done": self.server.done}, snapshot.params
+
+    def _push(self, k, header, payload):
+        seat = self.seats[k]
+        seq = wire.integer(header, "seq")
+        if seq <= seat["seq"]:
+            raise wire.Refused("replay", f"push {seq} after push {seat['seq']}")
+        computed_on = wire.integer(header, "computed_on", 0, self.server.version)
+        compute = wire.seconds(header, "compute_seconds")
+        grad = wire.array_of(header, payload, self.server.params)
+        seat["seq"] = seq
+        staleness = None                              # None: dropped (ksync) or after the end
+        if not self.server.done:
+            now = self._clock()
+            self.server.record(Compute(k, max(0.0, now - compute), now, computed_on))
+            event = self.server.push(k, grad, computed_on, now, checked=True)
+            staleness = event.staleness if event is not None and event.kind == "push" else None
+        seat["told_done"] |= self.server.done
+        return {"ok": True, "may_start": self.server.may_start(k), "done": self.server.done,
+                "staleness": staleness}, None
+
+    def _gate(self, k, header, payload):
+        self.seats[k]["told_done"] |= self.server.done
+        return {"ok": True, "may_start": self.server.may_start(k), "done": self.server.done}, None
+
+    def _leave(self, k, header, payload):
+        self.seats[k]["left"] = True
+        if not self.server.done:
+            self.server.lose(k, self._clock(), f"{self.seats[k]['name']} left the room")
+        return {"ok": True}, None
+
+    def _lose_the_silent(self):
+        if self.failed is not None:                   # the run is over: nobody else is lost
+            return
+        now = self._clock()
+        for k, seat in self.seats.items():
+            if (not self.server.done and not seat["left"] and k not in self.server.lost
+                    and now - seat["heard"] > self.silent_after):
+                try:
+                    self.server.lose(k, now, f"{seat['name']} was silent for {self.silent_after:g} s")
+                except RuntimeError as err:
+                    self.failed = err
+                    return
+
+
+def _escape(text):
+    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def serve(problem, **arguments):
+    """Open a room: `problem` (an asyncps problem, the same the students build), `host`
+    (default 127.0.0.1), `port` (0: any free one), `silent_after`, `max_rate`, and the run's own
+    arguments (workers: the seats; policy, lr, steps, ...)."""
+    return Room(problem, **arguments)

@@ -1,0 +1,147 @@
+"""The student's side: this kernel becomes one worker of the lecturer's room.
+
+    aps.classroom.join("tcp://10.0.0.5:5555", token="...", name="ada", problem=problem)
+
+The worker is the worker loop every engine runs (asyncps/engines/worker.py) — pull, compute on
+this seat's shard, push — against the room instead of a local server. It stops when the room has
+made its versions, when the student interrupts the cell (the room is told: a Lost event, "left
+the room"), or when the room stops answering. It returns what this student contributed.
+"""
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..core.config import RunConfig
+from ..core.semantics import Snapshot
+from ..engines.worker import COMPUTE, GATE, worker_loop, worker_rng
+from . import wire
+from .room import fingerprint
+
+GATE_POLL = 0.005             # seconds between two questions at the barrier or the gate
+
+
+class RoomLost(RuntimeError):
+    """The room did not answer within the timeout: it was closed, or the network is down."""
+
+
+@dataclass
+class Contribution:
+    """What one student gave the room."""
+    name: str
+    worker: int
+    pushes: int
+    mean_staleness: float
+    stopped: str
+
+    def __str__(self):
+        return (f"{self.name} (seat {self.worker}): {self.pushes} gradients pushed, "
+                f"{'no' if not self.pushes else f'mean staleness {self.mean_staleness:.2f},'} "
+                f"{self.stopped}")
+
+
+class RoomServer:
+    """The room as the worker loop sees it: pull, push, may_start, record, done."""
+
+    def __init__(self, socket, session, params, timeout):
+        self.socket, self.session, self.params, self.timeout = socket, session, params, timeout
+        self.done, self.stale, self._may_start, self._seq, self._compute = False, [], True, 0, 0.0
+        self.policy, self.ended = None, None
+
+    def call(self, header, array=None):
+        import zmq
+
+        self.socket.send_multipart(wire.pack({**header, "session": self.session}, array))
+        if not self.socket.poll(int(self.timeout * 1000), zmq.POLLIN):
+            raise RoomLost(f"the room did not answer for {self.timeout:g} s: it was closed, or the "
+                           f"network is down")
+        frames = self.socket.recv_multipart()
+        reply = wire.header_of(frames[0], request=False)
+        if not reply.get("ok"):
+            if reply.get("refused") in ("lost", "failed"):
+                self.done, self.ended = True, reply.get("why")    # this seat or the run is over
+                return reply, frames[1:]
+            raise RuntimeError(f"the room refused {header['op']}: {reply.get('why')}")
+        self.done = self.done or bool(reply.get("done"))
+        return reply, frames[1:]
+
+    def pull(self, worker, time=0.0):
+        reply, payload = self.call({"op": "pull"})
+        if self.done:
+            return Snapshot(self.params.copy(), reply.get("version", 0))
+        return Snapshot(wire.array_of(reply, payload, self.params), reply["version"])
+
+    def push(self, worker, grad, computed_on, time=0.0):
+        self._seq += 1
+        reply, _ = self.call({"op": "push", "seq": self._seq, "computed_on": int(computed_on),
+                              "compute_seconds": self._compute}, grad)
+        self._may_start = bool(reply.get("may_start", True))
+        if reply.get("ok") and isinstance(reply.get("staleness"), int):
+            self.stale.append(reply["staleness"])       # applied, this many versions late
+
+    def may_start(self, worker):
+        return self.done or self._may_start
+
+    def wait_gate(self):
+        while not (self.done or self._may_start):
+            time.sleep(GATE_POLL)
+            reply, _ = self.call({"op": "gate"})
+            self._may_start = bool(reply.get("may_start"))
+
+    def record(self, event):
+        if event.kind == "compute":
+            self._compute = event.end - event.start     # travels with the push
+
+    def stop(self, message):
+        self.done = True
+
+
+def join(address, token, name, problem, timeout=30.0, slowdown=0.0):
+    """Join the room at `address` with its `token` as `name`, computing on `problem` (the one the
+    lecturer serves: the room checks its fingerprint). `slowdown`: extra seconds per gradient.
+    Runs until the room is done or the cell is interrupted; returns a Contribution."""
+    import zmq
+
+    context = zmq.Context()
+    socket = context.socket(zmq.DEALER)
+    socket.setsockopt(zmq.LINGER, 0)
+    socket.setsockopt(zmq.MAXMSGSIZE, np.asarray(problem.x0).nbytes + 2 * wire.HEADER_BYTES)
+    socket.connect(address)
+    room = RoomServer(socket, None, np.asarray(problem.x0).copy(), timeout)
+    stopped, seat = "the room made its versions", None
+    try:
+        seat, _ = room.call({"op": "join", "token": token, "name": name,
+                             "fingerprint": fingerprint(problem)})
+        room.session = seat["session"]
+        config = RunConfig(engine="threads", workers=seat["workers"], policy=seat["policy"],
+                           max_clocks_ahead=seat["max_clocks_ahead"], wait_for=seat["wait_for"],
+                           partition=seat["partition"], batch_size=seat["batch_size"],
+                           seed=seat["seed"], steps=seat["steps"], lr=seat["lr"])
+        room.policy = config.policy
+        k = seat["worker"]
+        shard = problem.shards(config.workers, config.partition, config.seed)[k]
+        start = time.monotonic()
+        clock = lambda: time.monotonic() - start                 # noqa: E731
+        for need in worker_loop(k, room, problem, shard, config, worker_rng(config.seed, k, 0),
+                                clock, {}):
+            if need == COMPUTE and slowdown:
+                time.sleep(slowdown)
+            elif need == GATE:
+                room.wait_gate()
+    except KeyboardInterrupt:
+        stopped = "left the room (interrupted)"
+        if seat is not None:
+            try:
+                room.call({"op": "leave"})
+            except (RoomLost, RuntimeError):
+                pass
+    finally:
+        socket.close(0)
+        context.term()
+    if seat is None:
+        raise RoomLost("never joined")
+    if room.ended and not stopped.startswith("left"):
+        stopped = f"the room ended this seat's run: {room.ended}"
+    pushes = len(room.stale)
+    return Contribution(name, seat["worker"], pushes,
+                        float(np.mean(room.stale)) if pushes else float("nan"), stopped)

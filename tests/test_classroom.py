@@ -1,0 +1,229 @@
+"""The classroom (asyncps/classroom): students join a room on the loopback and train together;
+hostile clients — no token, a wrong token, another student's session, replays, oversized
+messages, a wrong shape or dtype, NaN, garbage bytes, a client that joins and never speaks — are
+refused and counted, nothing they send is applied, and the room keeps serving the others.
+
+Students here are threads of this process (each with its own ZeroMQ socket, as a kernel has);
+hostile clients are raw ZeroMQ DEALER sockets that send what a student's code never would."""
+import json
+import re
+import threading
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+import zmq
+
+import asyncps as aps
+from asyncps import classroom
+from asyncps.classroom import wire
+from engines import no_thread_survives  # noqa: F401 (a fixture)
+
+LSQ = aps.problems.LeastSquares(n=512, dim=10, seed=0)
+pytestmark = [pytest.mark.timeout(120), pytest.mark.usefixtures("no_thread_survives")]
+
+
+@pytest.fixture
+def rooms():
+    opened = []
+
+    def open_room(**arguments):
+        opened.append(classroom.serve(LSQ, **arguments))
+        return opened[-1]
+
+    yield open_room
+    for room in opened:
+        room.stop()
+
+
+def students(room, names, slowdowns, problem=LSQ):
+    """Each name joins `room` from its own thread; returns {name: Contribution}, once all stop."""
+    out = {}
+
+    def student(name, slowdown):
+        out[name] = classroom.join(room.address, room.token, name, problem, slowdown=slowdown)
+
+    threads = [threading.Thread(target=student, args=(n, s)) for n, s in zip(names, slowdowns)]
+    for t in threads:
+        t.start()
+    return threads, out
+
+
+def finish(threads, timeout=60):
+    for t in threads:
+        t.join(timeout)
+    assert not any(t.is_alive() for t in threads)
+
+
+@pytest.mark.parametrize("policy", ["async", "sync", "ksync"])
+def test_three_students_train_one_model_with_the_one_semantics(rooms, policy):
+    room = rooms(workers=3, policy=policy, wait_for=2 if policy == "ksync" else None, lr=0.05,
+                 steps=120)
+    threads, out = students(room, ["ada", "bo", "cy"], [0.001, 0.002, 0.004])
+    finish(threads)
+    run = room.result(10)
+    trace = run.trace
+    assert aps.violations(trace) == [] and len(run.losses) == 121
+    assert trace.meta["engine"] == "classroom"
+    assert sorted(trace.meta["students"].values()) == ["ada", "bo", "cy"]
+    assert run.losses[-1] < 0.01 * run.losses[0]
+    by_seat = {int(k): name for k, name in trace.meta["students"].items()}
+    for name, c in out.items():
+        assert by_seat[c.worker] == name and c.stopped == "the room made its versions"
+        assert c.pushes == sum(p.worker == c.worker for p in trace.pushes)
+        mine = [p.staleness for p in trace.pushes if p.worker == c.worker]
+        assert c.pushes == 0 or c.mean_staleness == pytest.approx(np.mean(mine))
+    if policy == "sync":
+        assert all(p.staleness == 0 for p in trace.pushes) and len(trace.pushes) == 3 * 120
+    assert room.refused == {}
+
+
+def client(room):
+    """A raw DEALER socket on the room: what a hostile (or careless) program can send."""
+    socket = zmq.Context.instance().socket(zmq.DEALER)
+    socket.setsockopt(zmq.LINGER, 0)
+    socket.connect(room.address)
+    return socket
+
+
+def ask(socket, frames, timeout=5.0):
+    socket.send_multipart(frames)
+    assert socket.poll(int(timeout * 1000)), "the room did not answer"
+    reply = socket.recv_multipart()
+    return json.loads(reply[0]), reply[1:]
+
+
+def joined(room, name="mallory"):
+    socket = client(room)
+    reply, _ = ask(socket, wire.pack({"op": "join", "token": room.token, "name": name,
+                                      "fingerprint": classroom.fingerprint(LSQ)}))
+    assert reply["ok"], reply
+    return socket, reply
+
+
+def push(session, seq=1, computed_on=0, grad=None, **header):
+    grad = np.zeros(10) if grad is None else grad
+    return wire.pack({"op": "push", "session": session, "seq": seq, "computed_on": computed_on,
+                      **header}, grad)
+
+
+def test_hostile_clients_are_refused_counted_and_never_applied(rooms):
+    room = rooms(workers=4, policy="async", lr=0.05, steps=400, silent_after=60)
+    x0 = room.server.params.copy()
+    stranger = client(room)
+    refusals = {
+        "garbage": [[b"\x80\x81 not json"], [b"[1, 2, 3]"], [b'{"no": "op"}'], [b""]],
+        "token": [wire.pack({"op": "join", "name": "eve", "fingerprint": classroom.fingerprint(LSQ)}),
+                  wire.pack({"op": "join", "token": "guess", "name": "eve",
+                             "fingerprint": classroom.fingerprint(LSQ)})],
+        "session": [push("0" * 32), wire.pack({"op": "pull"}), wire.pack({"op": "rm -rf", "session": "x"})],
+        "fingerprint": [wire.pack({"op": "join", "token": room.token, "name": "eve",
+                                   "fingerprint": {"problem": "least-squares", "size": 11}})],
+    }
+    for reason, messages in refusals.items():
+        for frames in messages:
+            reply, _ = ask(stranger, frames)
+            assert reply == {"ok": False, "refused": reason, "why": reply["why"]}, (frames, reply)
+    # a joined client, misbehaving with its own session
+    mallory, seat = joined(room)
+    session = seat["session"]
+    bad = [("shape", push(session, grad=np.zeros(11))),
+           ("dtype", push(session, grad=np.zeros(10, dtype=np.float32))),
+           ("not_finite", push(session, grad=np.full(10, np.nan))),
+           ("not_finite", push(session, grad=np.array([np.inf] + [0.0] * 9))),
+           ("shape", [push(session)[0], b"\x00" * 79]),                       # bytes short of 80
+           ("garbage", push(session, computed_on=10 ** 9)),
+           ("garbage", push(session, seq=-1)),
+           ("garbage", push(session, compute_seconds="soon")),
+           ("garbage", wire.pack({"op": "_serve", "session": session})),   # no private method
+           ("garbage", wire.pack({"op": "join ", "session": session}))]
+    for reason, frames in bad:
+        reply, _ = ask(mallory, frames)
+        assert reply["refused"] == reason, (reason, reply)
+    # another connection with mallory's session key; then a replay of mallory's own push
+    reply, _ = ask(stranger, push(session, seq=1, grad=np.ones(10)))
+    assert reply["refused"] == "session"
+    assert ask(mallory, push(session, seq=5, grad=np.full(10, 1e-3)))[0]["ok"]
+    reply, _ = ask(mallory, push(session, seq=5, grad=np.full(10, 1e-3)))
+    assert reply["refused"] == "replay"
+    assert ask(mallory, wire.pack({"op": "leave", "session": session}))[0]["ok"]
+    reply, _ = ask(mallory, push(session, seq=6))
+    assert reply["refused"] == "lost"                    # a seat that left pushes no more
+    # oversized: ZeroMQ drops a message over the room's cap (and the connection) unread
+    mallory.send_multipart(push(session, seq=7, grad=np.zeros(10 ** 6)))
+    assert not mallory.poll(500)
+    assert room.server.version == 1                      # mallory's one honest push, nothing else
+    np.testing.assert_allclose(room.server.params, x0 - 0.05 * 1e-3)
+    counted = sum(len(m) for m in refusals.values()) + len(bad) + 3
+    assert sum(room.refused.values()) == counted, room.refused
+    # the room still serves the others
+    threads, out = students(room, ["ada", "bo"], [0.001, 0.002])
+    finish(threads)
+    run = room.result(10)
+    assert len(run.losses) == 401 and aps.violations(run.trace) == []
+    assert [e.reason for e in run.trace.lost] == ["mallory left the room"]
+    for socket in (stranger, mallory):
+        socket.close(0)
+
+
+def test_a_client_that_floods_is_rate_limited(rooms):
+    room = rooms(workers=2, policy="async", lr=0.05, steps=10, max_rate=20)
+    socket, seat = joined(room)
+    replies = [ask(socket, wire.pack({"op": "gate", "session": seat["session"]}))[0] for _ in range(60)]
+    assert sum(r.get("refused") == "rate" for r in replies) >= 30
+    assert room.refused["rate"] >= 30
+    socket.close(0)
+
+
+def test_a_student_who_goes_silent_is_lost_and_async_finishes(rooms):
+    room = rooms(workers=3, policy="async", lr=0.05, steps=300, silent_after=0.5)
+    silent, seat = joined(room, "zed")                   # joins, then never speaks again
+    threads, out = students(room, ["ada", "bo"], [0.004, 0.004])
+    finish(threads)
+    run = room.result(10)
+    assert [(e.worker, e.reason) for e in run.trace.lost] == [(seat["worker"], "zed was silent for 0.5 s")]
+    assert len(run.losses) == 301 and aps.violations(run.trace) == []
+    silent.close(0)
+
+
+def test_under_sync_a_silent_student_is_named(rooms):
+    room = rooms(workers=3, policy="sync", lr=0.05, steps=10_000, silent_after=0.5)
+    silent, _ = joined(room, "zed")
+    threads, out = students(room, ["ada", "bo"], [0.001, 0.001])
+    with pytest.raises(RuntimeError, match=r"worker 0 was lost \(zed was silent for 0.5 s\).*"
+                                           r"waits for every worker"):
+        room.result(30)
+    finish(threads)
+    for c in out.values():                               # told why, not left waiting
+        assert c.stopped.startswith("the room ended this seat's run: worker 0 was lost (zed"), c
+    silent.close(0)
+
+
+def test_a_full_room_and_a_wrong_problem_are_refused_with_a_reason(rooms):
+    room = rooms(workers=1, policy="async", lr=0.05, steps=10)
+    first, _ = joined(room, "ada")
+    with pytest.raises(RuntimeError, match="all 1 seats are taken"):
+        classroom.join(room.address, room.token, "bo", LSQ, timeout=5)
+    other = aps.problems.LeastSquares(n=512, dim=11, seed=0)
+    with pytest.raises(RuntimeError, match="this room trains"):
+        classroom.join(room.address, room.token, "cy", other, timeout=5)
+    assert room.refused == {"full": 1, "fingerprint": 1}
+    first.close(0)
+
+
+def test_a_room_on_another_address_warns_and_loopback_does_not(rooms):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        rooms(workers=1, steps=5)
+    with pytest.warns(UserWarning, match="listens beyond this machine"):
+        rooms(host="127.0.0.2", workers=1, steps=5)
+
+
+def test_nothing_from_the_network_reaches_pickle_eval_or_import():
+    source = "\n".join(p.read_text() for p in Path(classroom.__file__).parent.glob("*.py"))
+    for word in ("import pickle", "pickle.load", "cloudpickle", "eval(", "exec(", "import_module",
+                 "__import__", "getattr(self, f"):
+        assert word not in source, word
+    assert re.search(r"hmac\.compare_digest\(token", source), "the token is compared in constant time"
