@@ -227,3 +227,53 @@ def test_nothing_from_the_network_reaches_pickle_eval_or_import():
                  "__import__", "getattr(self, f"):
         assert word not in source, word
     assert re.search(r"hmac\.compare_digest\(token", source), "the token is compared in constant time"
+
+
+def wait_until(condition, timeout=20.0):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+def test_the_lecturer_pauses_slows_removes_and_stops_like_a_live_run(rooms):
+    room = rooms(workers=3, policy="async", lr=0.01, steps=1_000_000)
+    threads, out = students(room, ["ada", "bo", "cy"], [0.002, 0.002, 0.002])
+    wait_until(lambda: room.server.version > 30)
+    room.pause()
+    time.sleep(0.3)                                      # gradients in flight land, then none
+    held = room.server.version
+    time.sleep(0.5)
+    assert room.server.version == held and room.state["paused"]
+    room.resume()
+    wait_until(lambda: room.server.version > held + 30)
+    room.slow("cy", 0.05)
+    before = {name: c for name, c in ((s["name"], s["pushes"]) for s in room.state["students"])}
+    time.sleep(1.0)
+    after = {s["name"]: s["pushes"] for s in room.state["students"]}
+    assert after["cy"] - before["cy"] < 0.5 * (after["ada"] - before["ada"])
+    room.remove("bo")
+    wait_until(lambda: "bo" not in [t.name for t in threads if t.is_alive()] and "bo" in out)
+    assert out["bo"].stopped.startswith("the room ended this seat's run: seat")
+    room.stop()
+    finish(threads)
+    run = room.result(10)
+    trace = run.trace
+    assert [c.what for c in trace.controls] == ["pause", "resume", "slow", "kill", "stop"]
+    assert [(e.worker, e.reason) for e in trace.lost] == [(room.seat("bo"), "bo was removed by the lecturer")]
+    assert aps.violations(trace) == [] and run.message == "stopped by live.stop()"
+    rows = {r["name"]: r for r in room.state["students"]}
+    assert rows["bo"]["status"] == "lost" and rows["ada"]["status"] == "in the room"
+    with pytest.raises(ValueError, match="name='dan' is not in this room"):
+        room.slow("dan", 1.0)
+
+
+def test_the_live_view_names_each_lane_by_its_student(rooms):
+    from asyncps.widgets.render_timeline import TimelineModel, timeline_svg
+
+    room = rooms(workers=2, policy="async", lr=0.05, steps=40)
+    threads, _ = students(room, ["ada", "bartholomew-the-third"], [0.001, 0.001])
+    finish(threads)
+    svg = timeline_svg(TimelineModel(room.result(10).trace), 10)
+    assert ">ada<" in svg and ">bartholom…<" in svg and ">worker 0<" not in svg
+    assert "Room(tcp://127.0.0.1:" in repr(room) and "2 of 2 seats taken" in repr(room)

@@ -19,6 +19,12 @@ Security, since a room listens on a network:
 - every refusal is counted in `room.refused` by reason, and nothing refused is applied.
 A student silent for `silent_after` seconds is lost (a Lost event): async goes on, sync names
 who holds the barrier.
+
+The room is a live run (engines/live.py): `room.live` is its LiveRun, so `room.state`,
+`room.pause()`, `room.slow(name, s)`, `room.remove(name)`, `room.set_lr(lr)` and `room.stop()` are
+the controls of every live run, recorded as Control events, and the room displays as the live
+view, one lane per student. A student learns of a change in the room's next answer: its slowdown,
+or "paused" (it then holds its gradient and asks again).
 """
 import collections
 import hmac
@@ -32,6 +38,8 @@ import numpy as np
 
 from ..core.config import LOOPBACK, RunConfig
 from ..core.events import Compute
+from ..engines.controls import Controls
+from ..engines.live import LiveRun
 from ..engines.worker import prepare
 from . import wire
 
@@ -66,7 +74,7 @@ class Room:
         self.silent_after, self.max_rate = float(silent_after), float(max_rate)
         self.refused = collections.Counter()         # reason -> how many messages were refused
         self.seats = {}                              # worker -> {"name", "session", "who", ...}
-        self.failed, self._stop = None, threading.Event()
+        self.failed, self._lock = None, threading.RLock()   # held while a message is handled
         self._start = time.monotonic()
         self._context = zmq.Context()
         self._socket = self._context.socket(zmq.ROUTER)
@@ -75,24 +83,58 @@ class Room:
         port = self._socket.bind_to_random_port(f"tcp://{host}") if port == 0 else \
             self._socket.bind(f"tcp://{host}:{port}") or port
         self.address = f"tcp://{host}:{port}"
-        self._thread = threading.Thread(target=self._serve, name="asyncps-room", daemon=True)
-        self._thread.start()
+        self._controls = RoomControls(self)
+        self.live = LiveRun(self.server, self._controls, self._serve)      # serves in its thread
 
-    # -- what the lecturer calls ----------------------------------------------------------------
+    # -- what the lecturer calls: a live run's controls, students by name ---------------------
     def result(self, timeout=None):
         """The Run once the room has made its versions (or was stopped); raises what failed it."""
-        self._thread.join(timeout)
-        if self._thread.is_alive():
-            raise TimeoutError(f"the room is still running after {timeout:g} s "
-                               f"(v{self.server.version} of {self.config.steps})")
-        if self.failed is not None:
-            raise self.failed
-        return self.server.result()
+        return self.live.result(timeout)
 
     def stop(self):
-        """End the run now (the students are told at their next message) and close the room."""
-        self._stop.set()
-        self._thread.join(10)
+        """End the run now (the students are told in the room's next answer) and close the room."""
+        self.live.stop()
+
+    def pause(self):
+        """Every student holds their next gradient until `resume()` (they keep asking)."""
+        self.live.pause()
+
+    def resume(self):
+        self.live.resume()
+
+    def set_lr(self, lr):
+        self.live.set_lr(lr)
+
+    def slow(self, name, seconds):
+        """The student `name` sleeps `seconds` more per gradient from their next one (0: no more)."""
+        self.live.slow(self.seat(name), seconds)
+
+    def remove(self, name):
+        """The student `name` leaves the run for good (a Lost event); async goes on, sync stops."""
+        self.live.kill(self.seat(name))
+
+    def seat(self, name):
+        """The worker index of the student `name` (or a seat number, given as an int)."""
+        if isinstance(name, int) and not isinstance(name, bool):
+            return name
+        seats = [k for k, seat in self.seats.items() if seat["name"] == name]
+        if not seats:
+            raise ValueError(f"name={name!r} is not in this room; its students are "
+                             f"{sorted(seat['name'] for seat in self.seats.values())}")
+        return seats[-1]
+
+    def view(self, fps=10, window=40):
+        """The live view: one lane per student, the loss falling, the controls."""
+        return self.live.view(fps=fps, window=window)
+
+    def _repr_mimebundle_(self, **kwargs):
+        bundle = self.live._repr_mimebundle_(**kwargs) or {}
+        bundle["text/plain"] = repr(self)
+        return bundle
+
+    def __repr__(self):
+        return (f"Room({self.address}, token {self.token}, {len(self.seats)} of "
+                f"{self.config.workers} seats taken, v{self.server.version} of {self.config.steps})")
 
     @property
     def state(self):
@@ -105,44 +147,43 @@ class Room:
                          "silent_for": now - seat["heard"],
                          "status": "lost" if k in self.server.lost else "left" if seat["left"] else
                          "in the room"})
-        return {"version": self.server.version, "steps": self.config.steps, "students": rows,
+        return {**self.live.state, "address": self.address, "students": rows,
                 "refused": dict(self.refused)}
-
-    def _repr_html_(self):
-        state = self.state
-        rows = "".join(f"<tr><td>{r['worker']}</td><td>{_escape(r['name'])}</td><td>{r['pushes']}</td>"
-                       f"<td>{r['mean_staleness']:.2f}</td><td>{r['status']}</td></tr>"
-                       for r in state["students"])
-        return (f"<div class='asyncps-room'><b>room</b> {_escape(self.address)} · token "
-                f"<code>{_escape(self.token)}</code> · v{state['version']} of {state['steps']}"
-                f"<table><tr><th>seat</th><th>student</th><th>pushes</th><th>mean staleness</th>"
-                f"<th>status</th></tr>{rows}</table></div>")
 
     # -- the serving thread ---------------------------------------------------------------------
     def _clock(self):
         return time.monotonic() - self._start
 
     def _serve(self):
+        """The live run's body: answer every message until the versions are made (or the run was
+        stopped or failed) and every student was told, or FINISH_GRACE seconds have passed."""
         import zmq
 
         poller = zmq.Poller()
         poller.register(self._socket, zmq.POLLIN)
         finished_at = None
         try:
-            while not self._stop.is_set():
+            while True:
                 if poller.poll(50):
-                    self._handle(self._socket.recv_multipart(copy=True))
-                self._lose_the_silent()
-                if (self.server.done or self.failed is not None) and finished_at is None:
+                    frames = self._socket.recv_multipart(copy=True)
+                    with self._lock:
+                        self._handle(frames)
+                with self._lock:
+                    self._lose_the_silent()
+                    over = self.server.done or self.failed is not None
+                if over and finished_at is None:
                     finished_at = time.monotonic()
                 if finished_at is not None and (time.monotonic() - finished_at > FINISH_GRACE
                                                 or self._everyone_told()):
                     break
         finally:
             if not self.server.done:
-                self.server.stop("the room was stopped", diverged=False)
+                self.server.stop("the room was closed", diverged=False)
             self._socket.close(0)
             self._context.term()
+        if self.failed is not None:
+            raise self.failed
+        return self.server.result()
 
     def _everyone_told(self):
         return self.failed is None and all(seat["told_done"] or seat["left"] or k in self.server.lost
@@ -226,6 +267,8 @@ class Room:
 
     def _push(self, k, header, payload):
         seat = self.seats[k]
+        if self._controls.paused and not self.server.done:
+            return {"ok": False, "paused": True}, None          # held: the student asks again
         seq = wire.integer(header, "seq")
         if seq <= seat["seq"]:
             raise wire.Refused("replay", f"push {seq} after push {seat['seq']}")
@@ -241,17 +284,25 @@ class Room:
             staleness = event.staleness if event is not None and event.kind == "push" else None
         seat["told_done"] |= self.server.done
         return {"ok": True, "may_start": self.server.may_start(k), "done": self.server.done,
-                "staleness": staleness}, None
+                "staleness": staleness, "slowdown": self._controls.slowdown[k]}, None
 
     def _gate(self, k, header, payload):
         self.seats[k]["told_done"] |= self.server.done
-        return {"ok": True, "may_start": self.server.may_start(k), "done": self.server.done}, None
+        return {"ok": True, "may_start": self.server.may_start(k), "done": self.server.done,
+                "slowdown": self._controls.slowdown[k]}, None
 
     def _leave(self, k, header, payload):
-        self.seats[k]["left"] = True
-        if not self.server.done:
-            self.server.lose(k, self._clock(), f"{self.seats[k]['name']} left the room")
+        self._remove(k, f"{self.seats[k]['name']} left the room")
         return {"ok": True}, None
+
+    def _remove(self, k, reason):
+        """Seat k is gone for good: its Lost event (sync and ssp cannot go on: the run fails)."""
+        self.seats[k]["left"] = True
+        if not self.server.done and k not in self.server.lost:
+            try:
+                self.server.lose(k, self._clock(), reason)
+            except RuntimeError as err:
+                self.failed = self.failed or err
 
     def _lose_the_silent(self):
         if self.failed is not None:                   # the run is over: nobody else is lost
@@ -267,8 +318,23 @@ class Room:
                     return
 
 
-def _escape(text):
-    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+class RoomControls(Controls):
+    """A live run's controls, for a room: a student learns of a change in the room's next answer
+    (the slowdown, "paused"); a removed student is a Lost event at once."""
+
+    def __init__(self, room):
+        super().__init__(room.server, room.config, room._clock, lock=room._lock)
+        self.room = room
+        self._slowdown = np.zeros(room.config.workers)
+
+    def _kill(self, worker):
+        seat = self.room.seats.get(worker)
+        name = seat["name"] if seat else f"seat {worker}"
+        if seat is None:
+            self.room.seats[worker] = {"name": name, "session": secrets.token_hex(16), "who": None,
+                                       "seq": -1, "heard": self.clock(), "allowance": 0.0,
+                                       "told_done": True, "left": True}
+        self.room._remove(worker, f"{name} was removed by the lecturer")
 
 
 def serve(problem, **arguments):

@@ -19,6 +19,7 @@ from . import wire
 from .room import fingerprint
 
 GATE_POLL = 0.005             # seconds between two questions at the barrier or the gate
+PAUSE_POLL = 0.1              # ... and while the lecturer has paused the room
 
 
 class RoomLost(RuntimeError):
@@ -46,7 +47,7 @@ class RoomServer:
     def __init__(self, socket, session, params, timeout):
         self.socket, self.session, self.params, self.timeout = socket, session, params, timeout
         self.done, self.stale, self._may_start, self._seq, self._compute = False, [], True, 0, 0.0
-        self.policy, self.ended = None, None
+        self.policy, self.ended, self.slowdown = None, None, 0.0
 
     def call(self, header, array=None):
         import zmq
@@ -57,7 +58,11 @@ class RoomServer:
                            f"network is down")
         frames = self.socket.recv_multipart()
         reply = wire.header_of(frames[0], request=False)
+        if "slowdown" in reply:
+            self.slowdown = float(reply["slowdown"])        # the lecturer's room.slow(name, s)
         if not reply.get("ok"):
+            if reply.get("paused"):
+                return reply, frames[1:]
             if reply.get("refused") in ("lost", "failed"):
                 self.done, self.ended = True, reply.get("why")    # this seat or the run is over
                 return reply, frames[1:]
@@ -71,10 +76,14 @@ class RoomServer:
             return Snapshot(self.params.copy(), reply.get("version", 0))
         return Snapshot(wire.array_of(reply, payload, self.params), reply["version"])
 
-    def push(self, worker, grad, computed_on, time=0.0):
+    def push(self, worker, grad, computed_on, time_=0.0):
         self._seq += 1
-        reply, _ = self.call({"op": "push", "seq": self._seq, "computed_on": int(computed_on),
-                              "compute_seconds": self._compute}, grad)
+        while True:                                     # a paused room holds the gradient here
+            reply, _ = self.call({"op": "push", "seq": self._seq, "computed_on": int(computed_on),
+                                  "compute_seconds": self._compute}, grad)
+            if not reply.get("paused"):
+                break
+            time.sleep(PAUSE_POLL)
         self._may_start = bool(reply.get("may_start", True))
         if reply.get("ok") and isinstance(reply.get("staleness"), int):
             self.stale.append(reply["staleness"])       # applied, this many versions late
@@ -124,8 +133,8 @@ def join(address, token, name, problem, timeout=30.0, slowdown=0.0):
         clock = lambda: time.monotonic() - start                 # noqa: E731
         for need in worker_loop(k, room, problem, shard, config, worker_rng(config.seed, k, 0),
                                 clock, {}):
-            if need == COMPUTE and slowdown:
-                time.sleep(slowdown)
+            if need == COMPUTE and slowdown + room.slowdown:
+                time.sleep(slowdown + room.slowdown)
             elif need == GATE:
                 room.wait_gate()
     except KeyboardInterrupt:

@@ -149,6 +149,14 @@ def round_rule(model):
     return f"the server closes a round on {k} pushes"
 
 
+def lane_name(trace, worker):
+    """A worker's lane label: its student's name in a classroom run (cut to fit), else "worker k"."""
+    name = trace.meta.get("students", {}).get(str(worker)) if isinstance(trace.meta, dict) else None
+    if not isinstance(name, str) or not name:
+        return f"worker {worker}"
+    return name if len(name) <= 10 else name[:9] + "…"
+
+
 def lane_y(lane):
     """Top of a lane: 0 is the server, 1.. are the workers."""
     return TOP + lane * (LANE + GAP)
@@ -172,7 +180,7 @@ def timeline_svg(model, frame, width=720):
     for w in range(model.workers):
         y = lane_y(w + 1)
         body.append(rect(LEFT, y, plot, LANE, COLORS["lane"], rx=0))
-        body.append(text(LEFT - 8, y + 17, f"worker {w}", anchor="end"))
+        body.append(text(LEFT - 8, y + 17, lane_name(model.trace, w), anchor="end"))
     # the server's versions
     first = model.first_version
     for v in range(first, at + 1):
