@@ -84,8 +84,16 @@ def client(room):
     """A raw DEALER socket on the room: what a hostile (or careless) program can send."""
     socket = zmq.Context.instance().socket(zmq.DEALER)
     socket.setsockopt(zmq.LINGER, 0)
+    _, _, key = room.token.partition("~")               # the room's public key is no secret
+    if key:
+        socket.curve_serverkey = key.encode()
+        socket.curve_publickey, socket.curve_secretkey = zmq.curve_keypair()
     socket.connect(room.address)
     return socket
+
+
+def secret(room):
+    return room.token.partition("~")[0]
 
 
 def ask(socket, frames, timeout=5.0):
@@ -97,7 +105,7 @@ def ask(socket, frames, timeout=5.0):
 
 def joined(room, name="mallory"):
     socket = client(room)
-    reply, _ = ask(socket, wire.pack({"op": "join", "token": room.token, "name": name,
+    reply, _ = ask(socket, wire.pack({"op": "join", "token": secret(room), "name": name,
                                       "fingerprint": classroom.fingerprint(LSQ)}))
     assert reply["ok"], reply
     return socket, reply
@@ -119,7 +127,7 @@ def test_hostile_clients_are_refused_counted_and_never_applied(rooms):
                   wire.pack({"op": "join", "token": "guess", "name": "eve",
                              "fingerprint": classroom.fingerprint(LSQ)})],
         "session": [push("0" * 32), wire.pack({"op": "pull"}), wire.pack({"op": "rm -rf", "session": "x"})],
-        "fingerprint": [wire.pack({"op": "join", "token": room.token, "name": "eve",
+        "fingerprint": [wire.pack({"op": "join", "token": secret(room), "name": "eve",
                                    "fingerprint": {"problem": "least-squares", "size": 11}})],
     }
     for reason, messages in refusals.items():
@@ -277,3 +285,22 @@ def test_the_live_view_names_each_lane_by_its_student(rooms):
     svg = timeline_svg(TimelineModel(room.result(10).trace), 10)
     assert ">ada<" in svg and ">bartholom…<" in svg and ">worker 0<" not in svg
     assert "Room(tcp://127.0.0.1:" in repr(room) and "2 of 2 seats taken" in repr(room)
+
+
+def test_an_encrypted_room_hears_no_plain_client_and_a_plain_room_works_too(rooms):
+    room = rooms(workers=1, policy="async", lr=0.05, steps=20)
+    assert "~" in room.token and len(room.token.partition("~")[2]) == 40      # a Z85 public key
+    plain = zmq.Context.instance().socket(zmq.DEALER)
+    plain.setsockopt(zmq.LINGER, 0)
+    plain.connect(room.address)
+    plain.send_multipart(wire.pack({"op": "join", "token": secret(room), "name": "eve",
+                                    "fingerprint": classroom.fingerprint(LSQ)}))
+    assert not plain.poll(1000) and room.seats == {}     # no handshake: nothing reaches the room
+    plain.close(0)
+    with pytest.raises(classroom.RoomLost, match="copy it whole"):
+        classroom.join(room.address, secret(room), "eve", LSQ, timeout=1)
+    open_room = rooms(workers=1, policy="async", lr=0.05, steps=20, encrypt=False)
+    assert "~" not in open_room.token
+    threads, out = students(open_room, ["ada"], [0.0])
+    finish(threads)
+    assert out["ada"].pushes == 20

@@ -16,6 +16,9 @@ Security, since a room listens on a network:
   pushes as another; each push carries a sequence number that must grow (no replays);
 - message size caps (ZeroMQ drops a larger message before it is read), a per-student rate limit;
 - 127.0.0.1 unless another host is given, and then a warning;
+- the traffic encrypted by CurveZMQ (`encrypt=True`, the default): the room's public key is the
+  part of `room.token` after "~", so a student types one string, and an eavesdropper on the
+  classroom network reads nothing;
 - every refusal is counted in `room.refused` by reason, and nothing refused is applied.
 A student silent for `silent_after` seconds is lost (a Lost event): async goes on, sync names
 who holds the barrier.
@@ -46,6 +49,7 @@ from . import wire
 SILENT_AFTER = 30.0            # seconds without a word before a student is lost
 MAX_RATE = 500.0               # messages a second a student may send (a burst of as many)
 FINISH_GRACE = 2.0             # seconds the room keeps answering "done" after the last version
+KEY_SEPARATOR = "~"            # token = secret ~ the room's public key (not a Z85 character)
 
 
 def fingerprint(problem):
@@ -59,7 +63,7 @@ class Room:
     """A running room: a thread that serves one ROUTER socket (see the module's docstring)."""
 
     def __init__(self, problem, host=LOOPBACK, port=0, silent_after=SILENT_AFTER, max_rate=MAX_RATE,
-                 **run_arguments):
+                 encrypt=True, **run_arguments):
         import zmq
 
         if host != LOOPBACK:
@@ -70,7 +74,8 @@ class Room:
         self.server, self.shards = prepare(problem, self.config)
         self.server.trace.meta.update(engine="classroom", students={})
         self.problem, self.fingerprint = problem, fingerprint(problem)
-        self.token = secrets.token_urlsafe(16)
+        self._secret = secrets.token_urlsafe(16)       # what a student must know to join
+        self.token = self._secret                      # what a student types (with the key)
         self.silent_after, self.max_rate = float(silent_after), float(max_rate)
         self.refused = collections.Counter()         # reason -> how many messages were refused
         self.seats = {}                              # worker -> {"name", "session", "who", ...}
@@ -80,6 +85,11 @@ class Room:
         self._socket = self._context.socket(zmq.ROUTER)
         self._socket.setsockopt(zmq.MAXMSGSIZE, self.server.params.nbytes + 2 * wire.HEADER_BYTES)
         self._socket.setsockopt(zmq.LINGER, 0)
+        if encrypt:                                    # CurveZMQ: the room's key pair; the
+            public, secret = zmq.curve_keypair()       # public half travels in the token
+            self._socket.curve_secretkey, self._socket.curve_publickey = secret, public
+            self._socket.curve_server = True
+            self.token = f"{self._secret}{KEY_SEPARATOR}{public.decode()}"
         port = self._socket.bind_to_random_port(f"tcp://{host}") if port == 0 else \
             self._socket.bind(f"tcp://{host}:{port}") or port
         self.address = f"tcp://{host}:{port}"
@@ -215,7 +225,7 @@ class Room:
 
     def _join(self, who, header):
         token = header.get("token")
-        if not isinstance(token, str) or not hmac.compare_digest(token.encode(), self.token.encode()):
+        if not isinstance(token, str) or not hmac.compare_digest(token.encode(), self._secret.encode()):
             raise wire.Refused("token", "a wrong or missing token")
         name = header.get("name")
         if not isinstance(name, str) or not 0 < len(name) <= 40 or not name.isprintable():
@@ -339,6 +349,7 @@ class RoomControls(Controls):
 
 def serve(problem, **arguments):
     """Open a room: `problem` (an asyncps problem, the same the students build), `host`
-    (default 127.0.0.1), `port` (0: any free one), `silent_after`, `max_rate`, and the run's own
-    arguments (workers: the seats; policy, lr, steps, ...)."""
+    (default 127.0.0.1), `port` (0: any free one), `silent_after`, `max_rate`, `encrypt`
+    (CurveZMQ, default True), and the run's own arguments (workers: the seats; policy, lr,
+    steps, ...)."""
     return Room(problem, **arguments)

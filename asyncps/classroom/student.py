@@ -16,7 +16,7 @@ from ..core.config import RunConfig
 from ..core.semantics import Snapshot
 from ..engines.worker import COMPUTE, GATE, worker_loop, worker_rng
 from . import wire
-from .room import fingerprint
+from .room import KEY_SEPARATOR, fingerprint
 
 GATE_POLL = 0.005             # seconds between two questions at the barrier or the gate
 PAUSE_POLL = 0.1              # ... and while the lecturer has paused the room
@@ -54,8 +54,9 @@ class RoomServer:
 
         self.socket.send_multipart(wire.pack({**header, "session": self.session}, array))
         if not self.socket.poll(int(self.timeout * 1000), zmq.POLLIN):
-            raise RoomLost(f"the room did not answer for {self.timeout:g} s: it was closed, or the "
-                           f"network is down")
+            raise RoomLost(f"the room did not answer for {self.timeout:g} s: it was closed, the "
+                           f"network is down, or the token is incomplete (an encrypted room's "
+                           f"token ends with ~ and its key: copy it whole)")
         frames = self.socket.recv_multipart()
         reply = wire.header_of(frames[0], request=False)
         if "slowdown" in reply:
@@ -115,11 +116,15 @@ def join(address, token, name, problem, timeout=30.0, slowdown=0.0):
     socket = context.socket(zmq.DEALER)
     socket.setsockopt(zmq.LINGER, 0)
     socket.setsockopt(zmq.MAXMSGSIZE, np.asarray(problem.x0).nbytes + 2 * wire.HEADER_BYTES)
+    secret, _, room_key = str(token).partition(KEY_SEPARATOR)
+    if room_key:                                       # an encrypted room: CurveZMQ
+        socket.curve_serverkey = room_key.encode()
+        socket.curve_publickey, socket.curve_secretkey = zmq.curve_keypair()
     socket.connect(address)
     room = RoomServer(socket, None, np.asarray(problem.x0).copy(), timeout)
     stopped, seat = "the room made its versions", None
     try:
-        seat, _ = room.call({"op": "join", "token": token, "name": name,
+        seat, _ = room.call({"op": "join", "token": secret, "name": name,
                              "fingerprint": fingerprint(problem)})
         room.session = seat["session"]
         config = RunConfig(engine="threads", workers=seat["workers"], policy=seat["policy"],
