@@ -304,3 +304,17 @@ def test_an_encrypted_room_hears_no_plain_client_and_a_plain_room_works_too(room
     threads, out = students(open_room, ["ada"], [0.0])
     finish(threads)
     assert out["ada"].pushes == 20
+
+
+def test_stand_ins_take_the_empty_seats_and_a_student_who_came_first_keeps_theirs(rooms):
+    room = rooms(workers=3, policy="async", lr=0.05, steps=90)
+    threads, out = students(room, ["ada"], [0.002])
+    wait_until(lambda: len(room.seats) == 1)
+    stand_ins = classroom.fill(room, LSQ, slowdowns=[0.001, 0.003])
+    contributions = stand_ins.wait(60)
+    finish(threads)
+    run = room.result(10)
+    assert sorted(run.trace.meta["students"].values()) == ["ada", "stand-in 1", "stand-in 2"]
+    assert run.trace.meta["students"]["0"] == "ada" and stand_ins.errors == {}
+    assert set(contributions) == {"stand-in 1", "stand-in 2"}
+    assert sum(c.pushes for c in contributions.values()) + out["ada"].pushes == 90

@@ -4,10 +4,11 @@
     aps.classroom.join(room.address, token=room.token, name="ada", problem=problem)      # student
 
     room.py     the lecturer's room: one parameter server behind a ZeroMQ socket, its security
-    student.py  join(): this kernel runs the worker loop against the room
+    student.py  join(): this kernel runs the worker loop against the room; fill(): stand-in
+                students in this kernel take the empty seats
     wire.py     a message: a JSON header and an array's raw bytes, checked (no pickle)
 """
 from .room import Room, fingerprint, serve
-from .student import Contribution, RoomLost, join
+from .student import Contribution, RoomLost, StandIns, fill, join
 
-__all__ = ["serve", "join", "Room", "Contribution", "RoomLost", "fingerprint"]
+__all__ = ["serve", "join", "fill", "Room", "Contribution", "RoomLost", "StandIns", "fingerprint"]

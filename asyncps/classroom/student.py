@@ -159,3 +159,42 @@ def join(address, token, name, problem, timeout=30.0, slowdown=0.0):
     pushes = len(room.stale)
     return Contribution(name, seat["worker"], pushes,
                         float(np.mean(room.stale)) if pushes else float("nan"), stopped)
+
+
+class StandIns:
+    """Stand-in students: threads of this kernel that join a room's empty seats, each through the
+    network like a real student (`join`), so that a room runs when nobody has joined yet."""
+
+    def __init__(self, room, problem, slowdowns=None):
+        import threading
+
+        free = [k for k in range(room.config.workers) if k not in room.seats]
+        slowdowns = [0.0] * len(free) if slowdowns is None else list(slowdowns)[:len(free)]
+        slowdowns += [0.0] * (len(free) - len(slowdowns))
+        self.contributions, self.errors, self._threads = {}, {}, []
+        for i, (k, slowdown) in enumerate(zip(free, slowdowns)):
+            name = f"stand-in {i + 1}"
+            thread = threading.Thread(target=self._join, name=f"asyncps-stand-in-{i + 1}",
+                                      args=(room, problem, name, slowdown), daemon=True)
+            self._threads.append(thread)
+            thread.start()
+
+    def _join(self, room, problem, name, slowdown):
+        try:
+            self.contributions[name] = join(room.address, room.token, name, problem,
+                                            slowdown=slowdown)
+        except RuntimeError as err:        # a real student took the seat first: nothing to do
+            if "seats are taken" not in str(err):
+                self.errors[name] = err
+
+    def wait(self, timeout=None):
+        """Wait until every stand-in has stopped; their Contributions, by name."""
+        for thread in self._threads:
+            thread.join(timeout)
+        return dict(sorted(self.contributions.items()))
+
+
+def fill(room, problem, slowdowns=None):
+    """Fill the room's empty seats with stand-in students (StandIns): `slowdowns`, extra seconds
+    per gradient for each, in seat order (e.g. one slow Wi-Fi)."""
+    return StandIns(room, problem, slowdowns)

@@ -66,6 +66,7 @@ for push in run.trace.pushes[:4]:
 # | [`08a-digits-race`](08a-digits-race.ipynb) | the race rerun on a real CNN and real digits, over 10 seeds and on processes |
 # | [`08b-digits-beyond-the-race`](08b-digits-beyond-the-race.ipynb) | where that race stops holding; claim A measured on the same digits |
 # | [`09-bias-momentum-allreduce`](09-bias-momentum-allreduce.ipynb) | where asynchrony costs: non-IID bias, implicit momentum, all-reduce |
+# | [`10-the-class-is-the-cluster`](10-the-class-is-the-cluster.ipynb) | the classroom: your students' kernels are the workers |
 # | [`playground`](playground.ipynb) | every knob on one screen (`make demo` serves it in Voila) |
 
 # %% [markdown] slide

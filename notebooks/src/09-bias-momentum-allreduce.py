@@ -322,3 +322,4 @@ display(Markdown(
 # [04 · Stale Synchronous Parallel](04a-stale-synchronous-parallel.ipynb) · Assignments:
 # [06 · real engines](../exercises/06-real-engines.ipynb), Task 6.4 (weight each push fairly: section
 # 1 on real threads) and [03c · the staleness-aware lr](../exercises/03c-staleness-lr.ipynb).
+# Next: [10 · The class is the cluster](10-the-class-is-the-cluster.ipynb).
