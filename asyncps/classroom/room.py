@@ -134,11 +134,22 @@ class Room:
         return seats[-1]
 
     def view(self, fps=10, window=40):
-        """The live view: one lane per student, the loss falling, the controls."""
-        return self.live.view(fps=fps, window=window)
+        """The live view under a line with the address and the token the students type: one lane
+        per student, the loss falling, the controls."""
+        import ipywidgets
+
+        join = (f"aps.classroom.join(\"{self.address}\", token=\"{self.token}\", name=\"YOUR NAME\", "
+                f"problem=problem)")
+        header = ipywidgets.HTML(f"<div class='asyncps-room'><b>room</b> {_escape(self.address)} · "
+                                 f"{self.config.workers} seats · students type: "
+                                 f"<code>{_escape(join)}</code></div>")
+        return ipywidgets.VBox([header, self.live.view(fps=fps, window=window)])
 
     def _repr_mimebundle_(self, **kwargs):
-        bundle = self.live._repr_mimebundle_(**kwargs) or {}
+        try:
+            bundle = self.view()._repr_mimebundle_(**kwargs) or {}
+        except ImportError:                           # no ipywidgets: the repr
+            return None
         bundle["text/plain"] = repr(self)
         return bundle
 
@@ -353,3 +364,7 @@ def serve(problem, **arguments):
     (CurveZMQ, default True), and the run's own arguments (workers: the seats; policy, lr,
     steps, ...)."""
     return Room(problem, **arguments)
+
+
+def _escape(text):
+    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

@@ -362,3 +362,50 @@ def test_the_live_page_runs_in_voila_and_leaves_nothing_running(tmp_path, browse
             except psutil.Error:
                 pass
     assert left == [], f"still running after the Voila server stopped: {left}"
+
+
+ROOM_CELLS = ["import asyncps as aps\n"
+              "problem = aps.problems.LeastSquares(n=512, dim=10, seed=0)\n"
+              "room = aps.classroom.serve(problem, workers=3, policy='async', lr=0.001, steps=10**6)\n"
+              "stand_ins = aps.classroom.fill(room, problem, slowdowns=[0.002, 0.002, 0.01])\n"
+              "room",
+              "room.stop()\n"
+              "run = room.result(30)\n"
+              "print(sorted(run.trace.meta['students'].values()), len(stand_ins.wait(30)),\n"
+              "      aps.violations(run.trace))"]
+
+
+@pytest.mark.timeout(240)
+def test_the_lecturer_sees_each_student_as_a_lane_of_the_room_s_live_view(tmp_path, browser_page):
+    from playwright.sync_api import expect
+
+    page = browser_page
+    server = lab(_notebook(tmp_path, ROOM_CELLS, "room.ipynb"), tmp_path, "room.ipynb")
+    try:
+        page.goto(server.url)
+        idle = page.locator("#jp-main-statusbar").get_by_text("Python 3 (ipykernel) | Idle")
+        expect(idle).to_be_visible(timeout=90_000)
+        page.locator(".jp-Cell .jp-InputArea-editor").first.click()
+        page.keyboard.press("Shift+Enter")            # the room, its stand-ins, its live view
+        view = page.locator(".asyncps-live-view svg").first
+        for name in ("stand-in 1", "stand-in 2", "stand-in 3"):
+            expect(view.locator("text", has_text=name).first).to_be_visible(timeout=60_000)
+        header = page.locator(".asyncps-live-view svg text", has_text="server at v").first
+
+        def version():
+            return int(header.text_content().split("server at v")[1].split()[0])
+
+        first, deadline = version(), time.time() + 20
+        while version() <= first + 5 and time.time() < deadline:
+            time.sleep(0.2)
+        assert version() > first + 5, "the students' pushes move the view"
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "lab_room.png"), full_page=True)
+        page.keyboard.press("Shift+Enter")            # stop the room: every stand-in goes home
+        out = page.locator(".jp-Cell").nth(1).locator(".jp-OutputArea-output")
+        expect(out).to_contain_text("['stand-in 1', 'stand-in 2', 'stand-in 3'] 3 []", timeout=60_000)
+    except BaseException:
+        failed(page, "room")
+        raise
+    finally:
+        server.stop()
