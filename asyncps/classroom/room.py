@@ -146,10 +146,18 @@ class Room:
         return ipywidgets.VBox([header, self.live.view(fps=fps, window=window)])
 
     def _repr_mimebundle_(self, **kwargs):
+        """The view; where it cannot run (a notebook opened without a kernel), the live view's
+        picture as it was when the cell ran, under the same line."""
         try:
-            bundle = self.view()._repr_mimebundle_(**kwargs) or {}
+            view = self.view()
         except ImportError:                           # no ipywidgets: the repr
             return None
+        header, live = view.children
+        bundle = view._repr_mimebundle_(**kwargs) or {}
+        pictures = live._repr_mimebundle_(**kwargs) or {}
+        for kind in ("text/html", "image/svg+xml"):
+            if kind in pictures:
+                bundle[kind] = (header.value + pictures[kind]) if kind == "text/html" else pictures[kind]
         bundle["text/plain"] = repr(self)
         return bundle
 
