@@ -5,11 +5,15 @@
     asyncps simulate --config run.json --out trace.json     (keys: the flags' names, and "problem")
     asyncps train --engine processes --workers 2 --steps 200 --out run.npz
     asyncps grade STUDENT.ipynb --solutions solutions/       (and check, assignments, bench, launch)
+    asyncps classroom serve --problem lsq --workers 30 --steps 3000 --out run.npz   (the lecturer)
+    asyncps classroom join tcp://HOST:PORT --token T --name ada --problem lsq       (a student)
 
 `simulate` and `train` build the run here (the problem from a few built-ins, the rest a
 RunConfig, checked by RunConfig itself) and write the trace: JSON (`Trace.from_json` reads it
 back), or with `--out NAME.npz` the whole Run (`aps.load_run`). The other subcommands hand the
-rest of the command line, unchanged, to their module's `main(argv, prog)`.
+rest of the command line, unchanged, to their module's `main(argv, prog)`. `classroom serve`
+opens an asyncps.classroom room on a built-in problem of asyncps.launch, printing the join line
+its students type; `classroom join` is one student's worker.
 
 A mistake is a usage error in the command line's own terms: the subcommand's usage, then one
 line naming the flag (`--max-clocks-ahead 2`, never the Python keyword `max_clocks_ahead=2`; an
@@ -23,6 +27,7 @@ import importlib
 import json
 import math
 import re
+import shlex
 import sys
 from dataclasses import fields
 from pathlib import Path
@@ -269,6 +274,7 @@ def build_parser(prog="asyncps"):
         "train": _add_run_parser(sub, "train", "train for real on threads, processes or rpc and write "
                                  "the trace (wall-clock time)"),
     }
+    sub.add_parser("classroom", help=CLASSROOM_HELP, add_help=False)   # never parsed here: see main
     for name, (_, description) in DELEGATES.items():
         sub.add_parser(name, help=description, add_help=False)   # never parsed here: see main
     return parser
@@ -543,6 +549,346 @@ def _run(args, parser):
     return 0
 
 
+# -- asyncps classroom serve | join: the room over the network (asyncps/classroom) -------------
+CLASSROOM_HELP = "a room your students' machines join as workers (classroom serve | join)"
+CLASSROOM_FIELDS = ("workers", "policy", "max_clocks_ahead", "wait_for", "lr", "lr_schedule",
+                    "momentum", "steps", "partition", "batch_size", "seed")
+ROOM_PROBLEM_HINTS = {"least-squares": "did you mean 'lsq'?", "least_squares": "did you mean 'lsq'?",
+                      "leastsquares": "did you mean 'lsq'?"}
+WILDCARDS = ("0.0.0.0", "*", "::", "[::]")
+
+
+def _positive(text):
+    value = _number(text)
+    if not value > 0 or not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text!r} is not allowed: it must be a number > 0")
+    return value
+
+
+def _seconds(text):
+    value = _number(text)
+    if not value >= 0 or not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text!r} is not allowed: it must be a number >= 0")
+    return value
+
+
+def _port(text):
+    value = _integer(text)
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not allowed: a port is 0 (any free one) to 65535")
+    return value
+
+
+def _address(text):
+    """The room's address as its join line shows it: tcp://HOST:PORT (HOST:PORT also does)."""
+    address = text if text.startswith("tcp://") else "tcp://" + text
+    host, sep, port = address[len("tcp://"):].rpartition(":")
+    if not (sep and host and port.isdigit() and 0 < int(port) <= 65535) or "://" in host:
+        raise argparse.ArgumentTypeError(f"{text!r} is not allowed: give the room's address as the "
+                                         f"lecturer's join line shows it, e.g. tcp://10.0.0.5:5555")
+    return address
+
+
+def _token(text):
+    """The room's token: its secret, and for an encrypted room "~" and the room's public key (a
+    Curve25519 key in Z85: 40 characters), as the join line shows it."""
+    secret, separator, key = text.partition("~")
+    if not secret or (separator and len(key) != 40):
+        raise argparse.ArgumentTypeError(f"{text!r} is not allowed: it is cut short; copy the whole "
+                                         f"token from the join line the room printed")
+    return text
+
+
+def _student_name(text):
+    if not 0 < len(text) <= 40 or not text.isprintable():
+        raise argparse.ArgumentTypeError(f"{text!r} is not allowed: a name is 1 to 40 printable "
+                                         f"characters, e.g. ada")
+    return text
+
+
+def _classroom_parser(prog):
+    """`asyncps classroom`: its two commands, each parser with `.options` (for an unknown flag's
+    closest) and `.flags` (RunConfig field: its flag, for a message in flags)."""
+    from . import launch
+
+    parser = argparse.ArgumentParser(
+        prog=prog, formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="The class is the cluster: the lecturer serves a room (one parameter server on "
+                    "the network);\neach student's machine joins it as one worker "
+                    "(docs/classroom.md).",
+        epilog=f"start with:\n  {prog} serve --problem lsq --workers 3 --steps 1000 --out run.npz\n"
+               f"  (it prints the join line the students type)\n"
+               f"`{prog} COMMAND --help` lists a command's options.")
+    sub = parser.add_subparsers(dest="action", metavar="COMMAND", title="commands (each has --help)")
+    problem = dict(type=_choice(launch.PROBLEMS, ROOM_PROBLEM_HINTS), choices=launch.PROBLEMS,
+                   required=True, help=f"the built-in problem ({', '.join(launch.PROBLEMS)}): the same "
+                                       f"the torchrun launcher builds")
+
+    serve = sub.add_parser("serve", help="open a room and run it until its versions are made (Ctrl-C "
+                           "ends it early, still saving)", usage="%(prog)s --problem NAME [options]",
+                           description="Open a room: print the join line the students type, then a "
+                           "progress line every few seconds; at the end save the run (--out).")
+    from .core.config import RunConfig
+    defaults = {f.name: f.default for f in fields(RunConfig)}
+    added, serve.flags = [], {}
+    run = serve.add_argument_group("the run (students are its workers)")
+    for name, options in _run_options("train"):
+        if name not in CLASSROOM_FIELDS:
+            continue
+        text = options.pop("help")
+        if name == "workers":
+            text = "seats in the room: the students who may join"
+        elif name == "seed":
+            text = "seed of the data and of the workers' randomness (the students give the same)"
+        if "default" not in text:
+            text += f" (default: {'none' if defaults[name] is None else defaults[name]})"
+        added.append(run.add_argument(_option(name), dest=name, default=argparse.SUPPRESS, help=text,
+                                      **options))
+        serve.flags[name] = _option(name)
+    room = serve.add_argument_group("the room")
+    added += [
+        room.add_argument("--problem", **problem),
+        room.add_argument("--host", default="127.0.0.1", help="the address to listen on (default: "
+                          "127.0.0.1, this machine only; 0.0.0.0: every network, with a warning)"),
+        room.add_argument("--port", type=_port, default=0, help="the TCP port (default: 0, any free one)"),
+        room.add_argument("--silent-after", type=_positive, default=30.0, metavar="SECONDS",
+                          help="a student silent this long is lost (default: 30)"),
+        room.add_argument("--max-rate", type=_positive, default=500.0, metavar="PER_SECOND",
+                          help="messages a second a student may send (default: 500)"),
+        room.add_argument("--progress-every", type=_positive, default=5.0, metavar="SECONDS",
+                          help="seconds between two progress lines (default: 5)"),
+        room.add_argument("--out", type=Path, metavar="RUN.npz",
+                          help="save the whole Run (aps.load_run) when the name ends in .npz, "
+                               "else the trace (JSON, Trace.from_json)")]
+    serve.flags.update(problem="--problem", host="--host", port="--port", silent_after="--silent-after",
+                       max_rate="--max-rate")
+    serve.options = [s for action in added for s in action.option_strings]
+
+    join = sub.add_parser("join", help="join a room as one worker, until it has made its versions",
+                          usage="%(prog)s ADDRESS --token TOKEN --name NAME --problem NAME [options]",
+                          description="Join the room at ADDRESS as a worker: type the join line the "
+                          "lecturer's room printed, with your name.")
+    added = [
+        join.add_argument("address", type=_address, metavar="ADDRESS",
+                          help="the room's address, e.g. tcp://10.0.0.5:5555"),
+        join.add_argument("--token", type=_token, required=True,
+                          help="the room's token (the lecturer's join line)"),
+        join.add_argument("--name", type=_student_name, required=True,
+                          help="your name, as the room shows it (1 to 40 characters)"),
+        join.add_argument("--problem", **problem),
+        join.add_argument("--seed", type=_integer, default=0, help="the room's seed: the join line "
+                          "gives it (default: 0)"),
+        join.add_argument("--slowdown", type=_seconds, default=0.0, metavar="SECONDS",
+                          help="extra seconds per gradient: play a straggler (default: 0)"),
+        join.add_argument("--timeout", type=_positive, default=30.0, metavar="SECONDS",
+                          help="seconds without an answer before the room counts as lost (default: 30)")]
+    join.flags = {"address": "ADDRESS", "token": "--token", "name": "--name", "problem": "--problem"}
+    join.options = [s for action in added for s in action.option_strings]
+    for name, p in (("serve", serve), ("join", join)):
+        p.set_defaults(subparser=p, run=_serve_room if name == "serve" else _join_room)
+    parser.runs = {"serve": serve, "join": join}
+    return parser
+
+
+def classroom_main(argv, prog="asyncps classroom"):
+    """`asyncps classroom serve|join ...`: a mistake is a usage error, as every command's."""
+    parser = _classroom_parser(prog)
+    commands = list(parser.runs)
+    listed = f"(choose from {', '.join(map(repr, commands))})"
+    if not argv:
+        parser.error(f"give a command {listed}; {prog} --help says what each does")
+    first = argv[0].split("=", 1)[0]
+    if not first.startswith("-") and first not in commands:
+        close = difflib.get_close_matches(first, commands, n=1, cutoff=0.6)
+        parser.error(f"{first!r} is not a command of {prog}"
+                     + (f"; did you mean {close[0]!r}?" if close else "") + f" {listed}")
+    if first.startswith("-") and first not in ("-h", "--help"):
+        owners = [name for name, p in parser.runs.items() if first in p.options]
+        if owners:
+            parser.error(f"{first} is an option of a command: give the command first, e.g. "
+                         f"{prog} {owners[0]} {' '.join(argv)}")
+        parser.error(f"unrecognized argument {first}: give a command first {listed}")
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        args.subparser.error(_unrecognized(extras, args.subparser, parser.runs))
+    return args.run(args, args.subparser, prog)
+
+
+def _reachable(host, port):
+    """The address a student types: the room's own, or for a wildcard host this machine's address
+    on its network (found without sending anything)."""
+    if host not in WILDCARDS:
+        return f"tcp://{host}:{port}"
+    import socket
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.connect(("10.255.255.255", 1))            # UDP: picks the route, sends nothing
+            return f"tcp://{s.getsockname()[0]}:{port}"
+    except OSError:
+        return f"tcp://{socket.gethostname()}:{port}"
+
+
+def _room_state(room):
+    """room.state, read again if a student joined while it was being read."""
+    for _ in range(5):
+        try:
+            return room.state
+        except RuntimeError:                            # the seats changed size under the read
+            continue
+    return None
+
+
+def _progress(room):
+    state = _room_state(room)
+    if state is None:
+        return None
+    rows = state["students"]
+    names = [f"{r['name']} {r['pushes']}" + ("" if r["status"] == "in the room" else f" ({r['status']})")
+             for r in rows]
+    shown = ", ".join(names[:8]) + (f", and {len(names) - 8} more" if len(names) > 8 else "")
+    loss = state.get("loss")
+    line = (f"v{state['version']} of {state['steps']}, {len(rows)} of {room.config.workers} seats "
+            f"taken" + (f" (pushes: {shown})" if rows else ", waiting for students")
+            + ("" if loss is None else f", loss {loss:.4g}"))
+    if state.get("paused"):
+        line += ", paused"
+    if state.get("refused"):
+        line += ", refused: " + ", ".join(f"{k} {v}" for k, v in sorted(state["refused"].items()))
+    return line
+
+
+def _serve_room(args, parser, prog):
+    """`asyncps classroom serve`: open the room, print its join line and its progress, save it."""
+    import warnings
+
+    from . import classroom, launch
+
+    given = {name: getattr(args, name) for name in CLASSROOM_FIELDS if hasattr(args, name)}
+    if args.out is not None:
+        _writable(parser, "argument --out", args.out, "run.npz")
+    seed = given.get("seed", 0)
+    problem = launch.make_problem(args.problem, seed)
+    try:
+        with warnings.catch_warnings(record=True) as warned:
+            warnings.simplefilter("always")
+            room = classroom.serve(problem, host=args.host, port=args.port, silent_after=args.silent_after,
+                                   max_rate=args.max_rate, **given)
+    except (ValueError, TypeError) as err:              # RunConfig refused a value
+        _fail(parser, err, parser.flags)
+    except Exception as err:                            # zmq.ZMQError: the host or port
+        if type(err).__module__.split(".")[0] != "zmq":
+            raise
+        where = f"{args.host}:{args.port}"
+        if "in use" in str(err):
+            parser.error(f"argument --port: {where} is in use ({err}); give another port, or --port 0 "
+                         f"for any free one")
+        parser.error(f"argument --host: cannot listen on {where}: {err}")
+    for warning in warned:                              # a host beyond this machine: said, once
+        print(f"{prog} serve: warning: {warning.message}", file=sys.stderr, flush=True)
+    port = room.address.rsplit(":", 1)[1]
+    token = shlex.quote(room.token)                     # quoted for a shell: $, #, ( ... stay as typed
+    join_line = (f"asyncps classroom join {_reachable(args.host, port)} "
+                 + (f"--token={token}" if room.token.startswith("-") else f"--token {token}")
+                 + f" --name NAME --problem {args.problem} --seed {seed}")
+    print(f"{prog} serve: room open at {room.address} ({problem.name}, {room.config.workers} seats, "
+          f"{room.config.policy.name}, {room.config.steps} versions), token {room.token}; each "
+          f"student types: {join_line}", flush=True)
+    import signal
+    import threading
+
+    why = ["Ctrl-C"]
+
+    def terminated(signum, frame):                      # `kill PID`: the same clean stop as Ctrl-C
+        why[0] = "SIGTERM"
+        raise KeyboardInterrupt
+
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, terminated) if main_thread else None
+    stopped, said = "", None
+    try:
+        while True:
+            try:
+                run = room.result(timeout=args.progress_every)
+                break
+            except TimeoutError:
+                line = _progress(room)
+                if line and line != said:               # a line when something changed
+                    print(f"{prog} serve: {line}", flush=True)
+                    said = line
+    except KeyboardInterrupt:                           # result() has stopped the room already
+        stopped = f", stopped by {why[0]}"
+        try:
+            room.stop()
+            run = room.result(timeout=60)
+        except KeyboardInterrupt:
+            print(f"{prog} serve: error: interrupted again while the room was closing; nothing "
+                  f"was saved", file=sys.stderr, flush=True)
+            return 130
+        except (RuntimeError, TimeoutError) as err:
+            print(f"{prog} serve: error: the room failed: {err}", file=sys.stderr, flush=True)
+            return 1
+    except (RuntimeError, TimeoutError, OSError) as err:    # e.g. sync lost a student
+        print(f"{prog} serve: error: the room failed: {in_flags(str(err), parser.flags)}",
+              file=sys.stderr, flush=True)
+        return 1
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+    students = sorted(run.trace.meta.get("students", {}).items(), key=lambda item: int(item[0]))
+    said = (f", students: {', '.join(name for _, name in students)}" if students else ", no students")
+    written = []
+    if args.out is not None:
+        try:
+            run.save(args.out) if args.out.suffix == ".npz" else run.trace.to_json(args.out)
+        except OSError as err:
+            print(_summary("classroom serve", args.problem, run, written) + said + stopped, flush=True)
+            print(f"{prog} serve: error: the run ended, but --out {args.out} cannot be written: "
+                  f"{err.strerror or err}", file=sys.stderr, flush=True)
+            return 1
+        written.append(args.out)
+    line = _summary("classroom serve", args.problem, run, [])
+    print(line + said + stopped + ("; wrote " + ", ".join(map(str, written)) if written else ""),
+          flush=True)
+    return 0
+
+
+def _join_room(args, parser, prog):
+    """`asyncps classroom join`: this machine is one worker of the room until it is done."""
+    from . import classroom, launch
+
+    problem = launch.make_problem(args.problem, args.seed)
+    print(f"{prog} join: joining {args.address} as {args.name} ({args.problem}, seed {args.seed})",
+          flush=True)
+    try:
+        contribution = classroom.join(args.address, args.token, args.name, problem,
+                                      timeout=args.timeout, slowdown=args.slowdown)
+    except classroom.RoomLost as err:
+        if str(err) == "never joined":                  # Ctrl-C before the room answered
+            print(f"{prog} join: error: interrupted before the room answered", file=sys.stderr)
+            return 130
+        print(f"{prog} join: error: the room at {args.address} is lost: {err}", file=sys.stderr)
+        return 1
+    except RuntimeError as err:                         # refused: token, full, problem, name
+        text, hint = str(err), ""
+        if "token" in text:
+            hint = "; check --token against the lecturer's join line"
+        elif "this room trains" in text:
+            hint = "; give the --problem and --seed of the lecturer's join line"
+        print(f"{prog} join: error: {text}{hint}", file=sys.stderr)
+        return 1
+    except Exception as err:                            # zmq.ZMQError: an address it cannot use
+        if type(err).__module__.split(".")[0] != "zmq":
+            raise
+        parser.error(f"cannot join {args.address} with this --token: {err}")
+    print(f"{prog} join: {contribution}", flush=True)
+    if contribution.stopped == "the room made its versions":
+        return 0
+    if contribution.stopped.startswith("left"):
+        return 130
+    print(f"{prog} join: error: {contribution.stopped}", file=sys.stderr)
+    return 1
+
+
 def main(argv=None, prog="asyncps"):
     """The `asyncps` console script: run one subcommand and return its exit status. A mistake
     exits 2 after the subcommand's usage and one line naming the flag (argparse's usage error)."""
@@ -550,8 +896,10 @@ def main(argv=None, prog="asyncps"):
     if argv and argv[0] in DELEGATES:               # the module parses the rest itself
         module = importlib.import_module(DELEGATES[argv[0]][0])
         return module.main(argv[1:], prog=f"{prog} {argv[0]}") or 0
+    if argv and argv[0] == "classroom":             # serve | join: a parser of its own
+        return classroom_main(argv[1:], prog=f"{prog} classroom")
     parser = build_parser(prog)
-    commands = list(parser.runs) + list(DELEGATES)
+    commands = list(parser.runs) + ["classroom"] + list(DELEGATES)
     listed = f"(choose from {', '.join(map(repr, commands))})"
     if not argv:
         parser.error(f"give a command {listed}; {prog} --help says what each does")

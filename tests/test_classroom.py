@@ -217,7 +217,10 @@ def test_a_full_room_and_a_wrong_problem_are_refused_with_a_reason(rooms):
     other = aps.problems.LeastSquares(n=512, dim=11, seed=0)
     with pytest.raises(RuntimeError, match="this room trains"):
         classroom.join(room.address, room.token, "cy", other, timeout=5)
-    assert room.refused == {"full": 1, "fingerprint": 1}
+    other_data = aps.problems.LeastSquares(n=512, dim=10, seed=1)     # the same shapes, other data
+    with pytest.raises(RuntimeError, match="this room trains"):
+        classroom.join(room.address, room.token, "dan", other_data, timeout=5)
+    assert room.refused == {"full": 1, "fingerprint": 2}
     first.close(0)
 
 

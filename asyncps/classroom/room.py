@@ -54,9 +54,14 @@ KEY_SEPARATOR = "~"            # token = secret ~ the room's public key (not a Z
 
 def fingerprint(problem):
     """What both sides must agree on before a student may push: the problem's name, its
-    parameters' count and dtype, and its data size."""
+    parameters' count and dtype, its data size, and its loss at x0 to 6 significant digits (the
+    same data: another seed's data scores x0 otherwise; 6 digits: the last bits of a sum differ
+    from one machine's BLAS to another's)."""
     x0 = np.asarray(problem.x0)
-    return {"problem": problem.name, "size": int(x0.size), "dtype": str(x0.dtype), "n": problem.n}
+    with np.errstate(all="ignore"):
+        loss = float(f"{float(problem.loss(x0.copy())):.6g}")
+    return {"problem": problem.name, "size": int(x0.size), "dtype": str(x0.dtype), "n": problem.n,
+            "loss_at_x0": loss}
 
 
 class Room:

@@ -36,9 +36,8 @@ class Contribution:
     stopped: str
 
     def __str__(self):
-        return (f"{self.name} (seat {self.worker}): {self.pushes} gradients pushed, "
-                f"{'no' if not self.pushes else f'mean staleness {self.mean_staleness:.2f},'} "
-                f"{self.stopped}")
+        stale = f", mean staleness {self.mean_staleness:.2f}" if self.pushes else ""
+        return f"{self.name} (seat {self.worker}): {self.pushes} gradients pushed{stale}; {self.stopped}"
 
 
 class RoomServer:
