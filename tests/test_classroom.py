@@ -321,3 +321,26 @@ def test_stand_ins_take_the_empty_seats_and_a_student_who_came_first_keeps_their
     assert run.trace.meta["students"]["0"] == "ada" and stand_ins.errors == {}
     assert set(contributions) == {"stand-in 1", "stand-in 2"}
     assert sum(c.pushes for c in contributions.values()) + out["ada"].pushes == 90
+
+
+def test_a_learner_s_push_rule_runs_in_the_room_and_a_student_s_own_gradient_joins_it(rooms):
+    seen = []
+
+    def careful_apply(params, version, grad, computed_on, lr):          # an assignment's push
+        seen.append(version - computed_on)
+        params -= lr / (1 + version - computed_on) * grad
+        return params, version + 1, version - computed_on
+
+    class HalfGradient(aps.problems.LeastSquares):                       # a student's own code
+        def gradient(self, params, indices=None, rng=None):
+            return 0.5 * super().gradient(params, indices, rng)
+
+    room = rooms(workers=2, policy="async", lr=0.05, steps=60, apply=careful_apply)
+    mine = HalfGradient(n=512, dim=10, seed=0)
+    assert classroom.fingerprint(mine) == classroom.fingerprint(LSQ)     # the same loss, data, shapes
+    threads, out = students(room, ["ada"], [0.001])
+    out["bo"] = classroom.join(room.address, room.token, "bo", mine, slowdown=0.002)
+    finish(threads)
+    run = room.result(10)
+    assert seen == [p.staleness for p in run.trace.pushes] and len(seen) == 60
+    assert out["bo"].pushes > 0 and aps.violations(run.trace) == []
