@@ -344,3 +344,11 @@ def test_a_learner_s_push_rule_runs_in_the_room_and_a_student_s_own_gradient_joi
     run = room.result(10)
     assert seen == [p.staleness for p in run.trace.pushes] and len(seen) == 60
     assert out["bo"].pushes > 0 and aps.violations(run.trace) == []
+
+
+def test_an_honest_student_over_the_rate_limit_is_slowed_not_thrown_out(rooms):
+    room = rooms(workers=1, policy="async", lr=0.05, steps=40, max_rate=40)
+    threads, out = students(room, ["ada"], [0.0])
+    finish(threads)
+    assert out["ada"].pushes == 40 and out["ada"].stopped == "the room made its versions"
+    assert room.refused["rate"] > 0                      # it was over the limit, and waited

@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import baselines, experiments, scaling
+from . import baselines, classroom, experiments, scaling
 from . import live as live_view
 
 
@@ -108,6 +108,7 @@ def markdown(results):
     lines += digits_markdown(results.get("digits"))
     lines += live_view.markdown(results["live"]) if results.get("live") else []
     lines += scaling.markdown(results.get("processes_scaling", {}))
+    lines += classroom.markdown(results.get("classroom", {}))
     lines += ["", "![throughput](throughput.png) ![scaling](scaling.png)", "", "## Targets", "",
               "| target | achieved | required | met |", "|---|---|---|---|"]
     for t in results["targets"]:
@@ -219,6 +220,7 @@ def main(argv=None, prog="python -m asyncps.bench"):
     table = scaling.measure(["1e5"] if args.quick else ["1e5", "1e6"], [1, 2] if args.quick else [1, 2, 4, 8],
                             pairs=1 if args.quick else 3)
     results["processes_scaling"] = scaling.kept_with(args.out / "results.json", table)   # others' kept
+    results["classroom"] = classroom.kept(args.out / "results.json")   # python -m asyncps.bench.classroom
     results["targets"] = targets(results)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "results.json").write_text(json.dumps(results, indent=1, default=str))

@@ -47,7 +47,9 @@ from ..engines.worker import prepare
 from . import wire
 
 SILENT_AFTER = 30.0            # seconds without a word before a student is lost
-MAX_RATE = 500.0               # messages a second a student may send (a burst of as many)
+MAX_RATE = 2000.0              # messages a second a student may send (a burst of as many); an
+                               # honest student refused for it waits and asks again
+SILENCE_CHECK = 0.1            # seconds between two looks for silent students
 FINISH_GRACE = 2.0             # seconds the room keeps answering "done" after the last version
 KEY_SEPARATOR = "~"            # token = secret ~ the room's public key (not a Z85 character)
 
@@ -84,6 +86,8 @@ class Room:
         self.silent_after, self.max_rate = float(silent_after), float(max_rate)
         self.refused = collections.Counter()         # reason -> how many messages were refused
         self.seats = {}                              # worker -> {"name", "session", "who", ...}
+        self._by_connection = {}                     # ZeroMQ identity -> worker
+        self._silence_checked = 0.0
         self.failed, self._lock = None, threading.RLock()   # held while a message is handled
         self._start = time.monotonic()
         self._context = zmq.Context()
@@ -172,15 +176,17 @@ class Room:
 
     @property
     def state(self):
-        """One row per student: name, pushes, mean staleness, seconds since last heard, status."""
-        now, rows = self._clock(), []
-        for k, seat in sorted(self.seats.items()):
-            stale = [p.staleness for p in self.server.trace.pushes if p.worker == k]
-            rows.append({"worker": k, "name": seat["name"], "pushes": len(stale),
-                         "mean_staleness": float(np.mean(stale)) if stale else math.nan,
-                         "silent_for": now - seat["heard"],
-                         "status": "lost" if k in self.server.lost else "left" if seat["left"] else
-                         "in the room"})
+        """The live run's state, with one row per student: name, pushes, mean staleness, seconds
+        since last heard, status."""
+        now, pushes, stale = self._clock(), collections.Counter(), collections.Counter()
+        for p in self.server.trace.pushes:                       # one pass over the trace
+            pushes[p.worker] += 1
+            stale[p.worker] += p.staleness
+        rows = [{"worker": k, "name": seat["name"], "pushes": pushes[k],
+                 "mean_staleness": stale[k] / pushes[k] if pushes[k] else math.nan,
+                 "silent_for": now - seat["heard"],
+                 "status": "lost" if k in self.server.lost else "left" if seat["left"] else
+                 "in the room"} for k, seat in sorted(self.seats.items())]
         return {**self.live.state, "address": self.address, "students": rows,
                 "refused": dict(self.refused)}
 
@@ -261,6 +267,7 @@ class Room:
         if not free:
             raise wire.Refused("full", f"all {self.config.workers} seats are taken")
         k, session = free[0], secrets.token_hex(16)
+        self._by_connection[who] = k
         self.seats[k] = {"name": name, "session": session, "who": who, "seq": -1,
                          "heard": self._clock(), "allowance": self.max_rate, "told_done": False,
                          "left": False}
@@ -272,24 +279,24 @@ class Room:
                 "seed": c.seed, "steps": c.steps, "lr": c.lr}
 
     def _seat_of(self, who, header):
-        """The seat whose session this is, from the connection it was issued to; rate-limited."""
-        session = header.get("session")
-        for k, seat in self.seats.items():
-            if isinstance(session, str) and hmac.compare_digest(session.encode(),
-                                                                 seat["session"].encode()):
-                if seat["who"] != who:
-                    raise wire.Refused("session", "a session key used from another connection")
-                now = self._clock()
-                seat["allowance"] = min(self.max_rate, seat["allowance"]
-                                        + (now - seat["heard"]) * self.max_rate)
-                if seat["allowance"] < 1:
-                    raise wire.Refused("rate", f"more than {self.max_rate:g} messages a second")
-                seat["allowance"] -= 1
-                seat["heard"] = now
-                if k in self.server.lost or seat["left"]:
-                    raise wire.Refused("lost", f"seat {k} was lost or left")
-                return k
-        raise wire.Refused("session", "an unknown session key")
+        """The seat of this connection, if the session key is that seat's; rate-limited."""
+        session, k = header.get("session"), self._by_connection.get(who)
+        seat = self.seats.get(k)
+        if not isinstance(session, str) or seat is None or not hmac.compare_digest(
+                session.encode(), seat["session"].encode()):
+            if isinstance(session, str) and any(hmac.compare_digest(session.encode(), s["session"].encode())
+                                                for s in self.seats.values()):
+                raise wire.Refused("session", "a session key used from another connection")
+            raise wire.Refused("session", "an unknown session key")
+        now = self._clock()
+        seat["allowance"] = min(self.max_rate, seat["allowance"] + (now - seat["heard"]) * self.max_rate)
+        if seat["allowance"] < 1:
+            raise wire.Refused("rate", f"more than {self.max_rate:g} messages a second")
+        seat["allowance"] -= 1
+        seat["heard"] = now
+        if k in self.server.lost or seat["left"]:
+            raise wire.Refused("lost", f"seat {k} was lost or left")
+        return k
 
     def _unknown(self, k, header, payload):
         raise wire.Refused("garbage", f"op {header['op']!r} is not one of join, pull, push, gate, leave")
@@ -339,9 +346,10 @@ class Room:
                 self.failed = self.failed or err
 
     def _lose_the_silent(self):
-        if self.failed is not None:                   # the run is over: nobody else is lost
-            return
         now = self._clock()
+        if self.failed is not None or now - self._silence_checked < SILENCE_CHECK:
+            return                                    # the run is over, or looked a moment ago
+        self._silence_checked = now
         for k, seat in self.seats.items():
             if (not self.server.done and not seat["left"] and k not in self.server.lost
                     and now - seat["heard"] > self.silent_after):

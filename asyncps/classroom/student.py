@@ -20,6 +20,7 @@ from .room import KEY_SEPARATOR, fingerprint
 
 GATE_POLL = 0.005             # seconds between two questions at the barrier or the gate
 PAUSE_POLL = 0.1              # ... and while the lecturer has paused the room
+RATE_BACKOFF = 0.05           # seconds to wait when the room says "more messages than allowed"
 
 
 class RoomLost(RuntimeError):
@@ -63,6 +64,9 @@ class RoomServer:
         if not reply.get("ok"):
             if reply.get("paused"):
                 return reply, frames[1:]
+            if reply.get("refused") == "rate":         # too fast for the room: wait, ask again
+                time.sleep(RATE_BACKOFF)
+                return self.call(header, array)
             if reply.get("refused") in ("lost", "failed"):
                 self.done, self.ended = True, reply.get("why")    # this seat or the run is over
                 return reply, frames[1:]

@@ -1,0 +1,79 @@
+"""The classroom benchmark (asyncps/bench/classroom.py), small: 3 student processes, short rooms.
+Its structure and the run's invariants, never its timings; no process is left behind."""
+import json
+
+import pytest
+
+import asyncps as aps
+from asyncps.bench import classroom as bench
+from engines import nothing_left_behind  # noqa: F401 (a fixture)
+
+pytestmark = [pytest.mark.timeout(300), pytest.mark.usefixtures("nothing_left_behind")]
+
+
+@pytest.fixture(scope="module")
+def result():
+    return bench.measure(clients=3, steps=150, rounds=1, profile=True, keep_runs=True,
+                         log=lambda *_: None)
+
+
+def test_every_room_is_sustained_no_student_lost_every_student_pushed(result):
+    rows, runs = result["rows"], result["runs_kept"]
+    assert [(r["policy"], r["clients"]) for r in rows] == [("async", 1), ("async", 3),
+                                                           ("sync", 1), ("sync", 3)]
+    assert len(runs) == len(rows)
+    for row, run in zip(rows, runs):
+        trace = run.trace
+        assert aps.violations(trace) == [] and row["violations"] == []
+        assert trace.lost == [] and row["lost"] == 0 and row["errors"] == {}, row
+        assert trace.meta["engine"] == "classroom"
+        names = {f"student-{k:02d}" for k in range(row["clients"])}
+        assert set(trace.meta["students"].values()) == names == set(row["students_in_state"])
+        pushed = {p.worker for p in trace.pushes}
+        assert pushed == set(range(row["clients"])) and row["every_student_pushed"]
+        assert row["contributions_match"] and row["refused"] == {} and not row["diverged"]
+        versions = 150 if row["policy"] == "async" else 150 // row["clients"]
+        assert row["versions"] == versions == len(run.losses) - 1
+        assert row["pushes"] == len(trace.pushes) == (versions if row["policy"] == "async"
+                                                      else versions * row["clients"])
+        assert row["pushes_per_s"] > 0 and row["room_thread_busy"] is not None
+        assert 0 <= row["mean_staleness"] <= row["max_staleness"]
+        if row["policy"] == "sync":
+            assert row["max_staleness"] == 0
+        assert [c.what for c in trace.controls] == ["pause", "resume"]   # seated, then started
+
+
+def test_the_summary_the_view_and_the_profile_are_reported(result):
+    s = result["summary"]
+    assert set(s) == {"async", "sync"}
+    for p in s.values():
+        assert p["lost"] == p["violations"] == p["errors"] == 0 and p["every_student_pushed"]
+        assert p["ratio"] == pytest.approx(p["many"] / p["one"])
+        assert p["per_student"] == pytest.approx(p["ratio"] / 3)
+        assert p["ratio_range"][0] <= p["ratio"] <= p["ratio_range"][1]
+    view = result["view"]
+    assert view["students"] == 3 and view["pushes_in_trace"] == 150 and view["fps"] == 10
+    assert view["share_of_core"] == pytest.approx((view["room_state_ms"] + view["frame_ms"]) * 10 / 1000)
+    assert result["profile"]["top"] and all(0 <= t["share"] <= 1 for t in result["profile"]["top"])
+    assert result["machine"] and result["cores"] >= 1
+    text = bench.report(result)
+    assert "| async |" in text and "of one core at 10 fps" in text and "no student lost" in text
+
+
+def test_the_result_is_kept_per_machine_beside_the_other_benchmarks(result, tmp_path):
+    (tmp_path / "results.json").write_text(json.dumps(
+        {"live": {"ratio": 1.0}, "classroom": {"another machine": {**result, "machine": "another machine"}}},
+        default=str))
+    (tmp_path / "README.md").write_text("# Benchmarks\n\n## Scaling\n\ntext\n\n"
+                                        "![throughput](throughput.png)\n\n## Targets\n")
+    stored = {k: v for k, v in result.items() if k != "runs_kept"}
+    for _ in range(2):                                   # twice: the section is replaced, not added
+        bench.write(result, tmp_path)
+    saved = json.loads((tmp_path / "results.json").read_text())
+    assert saved["live"] == {"ratio": 1.0}                 # the other benchmarks are kept
+    assert list(saved["classroom"]) == ["another machine", result["machine"]]
+    assert saved["classroom"][result["machine"]]["summary"] == json.loads(json.dumps(stored["summary"]))
+    readme = (tmp_path / "README.md").read_text()
+    assert readme.count(bench.HEADING) == 1 and readme.count(f"**{result['machine']}**") == 1
+    assert readme.index("## Scaling") < readme.index(bench.HEADING) < readme.index("![throughput]")
+    assert readme.index("![throughput]") < readme.index("## Targets")
