@@ -352,3 +352,22 @@ def test_an_honest_student_over_the_rate_limit_is_slowed_not_thrown_out(rooms):
     finish(threads)
     assert out["ada"].pushes == 40 and out["ada"].stopped == "the room made its versions"
     assert room.refused["rate"] > 0                      # it was over the limit, and waited
+
+
+def test_raw_connections_that_speak_no_zeromq_or_never_speak_leave_the_room_serving(rooms):
+    import socket as sockets
+
+    room = rooms(workers=2, policy="async", lr=0.05, steps=60)
+    host, port = room.address.removeprefix("tcp://").rsplit(":", 1)
+    idle = sockets.create_connection((host, int(port)), timeout=5)          # connects, says nothing
+    noise = sockets.create_connection((host, int(port)), timeout=5)
+    noise.sendall(bytes(range(256)) * 64)                                    # not ZeroMQ at all
+    quiet = client(room)                                                     # a DEALER that never sends
+    threads, out = students(room, ["ada", "bo"], [0.001, 0.001])
+    finish(threads)
+    run = room.result(10)
+    assert len(run.losses) == 61 and sorted(run.trace.meta["students"].values()) == ["ada", "bo"]
+    assert room.refused == {}                            # none of them got as far as a message
+    for s in (idle, noise):
+        s.close()
+    quiet.close(0)
