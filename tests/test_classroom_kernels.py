@@ -322,3 +322,21 @@ def test_under_sync_a_killed_kernel_is_named_and_the_others_are_told(students, l
         assert re.fullmatch(contribution(name, seats[name], staleness="0.00",
                                          stopped=f"the room ended this seat's run: {why}.*"), told), told
     assert not victim.alive
+
+
+def test_an_interrupted_cell_tells_the_room_its_student_left(students, lecturer):
+    room = lecturer(workers=4, policy="async", lr=0.1, steps=100_000, silent_after=SILENT_AFTER)
+    everyone_joins(room, students, slowdown=0.01)
+    wait_until(lambda: room.server.version >= 20, "20 versions")
+    leaver, name = students[3], NAMES[3]
+    seat = room.seat(name)
+    leaver.km.interrupt_kernel()                         # the student's stop button
+    said = leaver.finish(60)                              # join() returns: the cell ends, no error
+    assert re.fullmatch(contribution(name, seat, stopped=r"left the room \(interrupted\)"), said), said
+    wait_until(lambda: room.server.trace.lost, "the room heard")
+    assert [(e.worker, e.reason) for e in room.server.trace.lost] == [(seat, f"{name} left the room")]
+    room.stop()
+    run = room.result(60)
+    for k in students[:3]:
+        k.finish(60)
+    assert aps.violations(run.trace) == [] and run.message == "stopped by live.stop()"
