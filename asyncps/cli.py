@@ -690,18 +690,24 @@ def _classroom_parser(prog):
     return parser
 
 
-def classroom_main(argv, prog="asyncps classroom"):
-    """`asyncps classroom serve|join ...`: a mistake is a usage error, as every command's."""
-    parser = _classroom_parser(prog)
-    commands = list(parser.runs)
+def _command(parser, argv, prog, commands, of=""):
+    """(argv's first word: a command or a flag, the commands listed for an error); a usage error
+    naming the commands when it is missing or none of them (the closest one suggested)."""
     listed = f"(choose from {', '.join(map(repr, commands))})"
     if not argv:
         parser.error(f"give a command {listed}; {prog} --help says what each does")
     first = argv[0].split("=", 1)[0]
     if not first.startswith("-") and first not in commands:
         close = difflib.get_close_matches(first, commands, n=1, cutoff=0.6)
-        parser.error(f"{first!r} is not a command of {prog}"
+        parser.error(f"{first!r} is not a command{of}"
                      + (f"; did you mean {close[0]!r}?" if close else "") + f" {listed}")
+    return first, listed
+
+
+def classroom_main(argv, prog="asyncps classroom"):
+    """`asyncps classroom serve|join ...`: a mistake is a usage error, as every command's."""
+    parser = _classroom_parser(prog)
+    first, listed = _command(parser, argv, prog, list(parser.runs), of=f" of {prog}")
     if first.startswith("-") and first not in ("-h", "--help"):
         owners = [name for name, p in parser.runs.items() if first in p.options]
         if owners:
@@ -900,14 +906,7 @@ def main(argv=None, prog="asyncps"):
         return classroom_main(argv[1:], prog=f"{prog} classroom")
     parser = build_parser(prog)
     commands = list(parser.runs) + ["classroom"] + list(DELEGATES)
-    listed = f"(choose from {', '.join(map(repr, commands))})"
-    if not argv:
-        parser.error(f"give a command {listed}; {prog} --help says what each does")
-    first = argv[0].split("=", 1)[0]
-    if not first.startswith("-") and first not in commands:
-        close = difflib.get_close_matches(first, commands, n=1, cutoff=0.6)
-        parser.error(f"{first!r} is not a command" + (f"; did you mean {close[0]!r}?" if close else "")
-                     + f" {listed}")
+    first, listed = _command(parser, argv, prog, commands)
     if first.startswith("-") and first not in ("-h", "--help", "--version"):
         owners = [name for name, p in parser.runs.items() if first in p.options]
         if owners:
