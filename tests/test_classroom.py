@@ -371,3 +371,19 @@ def test_raw_connections_that_speak_no_zeromq_or_never_speak_leave_the_room_serv
     for s in (idle, noise):
         s.close()
     quiet.close(0)
+
+
+def test_a_room_on_a_given_port_and_arguments_it_cannot_use_are_said(rooms):
+    import socket as sockets
+
+    with sockets.socket() as probe:                      # a free port, then the room takes it
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    room = rooms(workers=1, steps=5, port=port)
+    assert room.address == f"tcp://127.0.0.1:{port}"
+    with pytest.raises(TypeError, match=r"serve\(\) got \['slowdown'\]: a room's workers are"):
+        classroom.serve(LSQ, workers=2, slowdown=[0, 1])
+    with pytest.raises(TypeError, match="compute_times.*aps.simulate only"):
+        classroom.serve(LSQ, workers=2, compute_times=[1, 1])
+    with pytest.raises(ValueError, match="wait_for=3 is not allowed with workers=2"):
+        classroom.serve(LSQ, workers=2, policy="ksync", wait_for=3)

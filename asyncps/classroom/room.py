@@ -39,7 +39,7 @@ import warnings
 
 import numpy as np
 
-from ..core.config import LOOPBACK, RunConfig
+from ..core.config import LOOPBACK, configure
 from ..core.events import Compute
 from ..engines.controls import Controls
 from ..engines.live import LiveRun
@@ -52,6 +52,8 @@ MAX_RATE = 2000.0              # messages a second a student may send (a burst o
 SILENCE_CHECK = 0.1            # seconds between two looks for silent students
 FINISH_GRACE = 2.0             # seconds the room keeps answering "done" after the last version
 KEY_SEPARATOR = "~"            # token = secret ~ the room's public key (not a Z85 character)
+NOT_IN_A_ROOM = ("engine", "device", "slowdown", "lock", "timeout", "checkpoint",
+                 "checkpoint_every", "address", "allow_remote")
 
 
 def fingerprint(problem):
@@ -77,7 +79,12 @@ class Room:
             warnings.warn(f"host={host!r}: the room listens beyond this machine; anyone who can reach "
                           f"it and has the token can push. Share the token only with your class "
                           f"(docs/classroom.md: firewalls, TLS)", stacklevel=3)
-        self.config = RunConfig(engine="threads", **run_arguments)
+        not_here = sorted(set(run_arguments) & set(NOT_IN_A_ROOM))
+        if not_here:
+            raise TypeError(f"serve() got {not_here}: a room's workers are its students' kernels "
+                            f"(no engine, device, slowdown, lock, timeout or checkpoint to set; "
+                            f"room.slow(name, seconds) slows one student down)")
+        self.config = configure("train", {"engine": "threads", **run_arguments})
         self.server, self.shards = prepare(problem, self.config)
         self.server.trace.meta.update(engine="classroom", students={})
         self.problem, self.fingerprint = problem, fingerprint(problem)
@@ -99,8 +106,10 @@ class Room:
             self._socket.curve_secretkey, self._socket.curve_publickey = secret, public
             self._socket.curve_server = True
             self.token = f"{self._secret}{KEY_SEPARATOR}{public.decode()}"
-        port = self._socket.bind_to_random_port(f"tcp://{host}") if port == 0 else \
-            self._socket.bind(f"tcp://{host}:{port}") or port
+        if port == 0:
+            port = self._socket.bind_to_random_port(f"tcp://{host}")
+        else:
+            self._socket.bind(f"tcp://{host}:{port}")
         self.address = f"tcp://{host}:{port}"
         self._controls = RoomControls(self)
         self.live = LiveRun(self.server, self._controls, self._serve)      # serves in its thread
