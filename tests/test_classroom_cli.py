@@ -81,7 +81,7 @@ def start(tmp_path):
 
 def join_line(room):
     """The join line the room printed, with its parts: (line, address, token)."""
-    line = room.wait_for(r"each student types: (asyncps classroom join .*)").group(1)
+    line = room.wait_for(r"each student types: (asyncps classroom join [^\n]*)\n").group(1)   # whole
     words = shlex.split(line)
     return line, words[3], words[words.index("--token") + 1]
 

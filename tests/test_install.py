@@ -15,7 +15,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 UNREACHABLE = "http://127.0.0.1:9/simple"          # nothing listens on port 9: refused at once
 # import name -> distribution, where they differ
-DISTRIBUTION = {"sklearn": "scikit-learn", "yaml": "pyyaml"}
+DISTRIBUTION = {"sklearn": "scikit-learn", "yaml": "pyyaml", "zmq": "pyzmq"}
 
 
 def _project():
