@@ -308,12 +308,14 @@ def test_under_sync_a_killed_kernel_is_named_and_the_others_are_told(students, l
     victim, name = students[1], NAMES[1]
     seat = room.seat(name)
     victim.shutdown_now()
-    why = (rf"worker {seat} was lost \({name} was silent for {SILENT_AFTER} s\) at v\d+: "
-           rf"policy='sync' waits for every worker")
+    # a kernel shut down may get to tell the room it left (jupyter_client may interrupt it
+    # first); killed outright, it goes silent: either way the student is named
+    gone = rf"{name} (was silent for {SILENT_AFTER} s|left the room)"
+    why = rf"worker {seat} was lost \({gone}\) at v\d+: policy='sync' waits for every worker"
     with pytest.raises(RuntimeError, match=why):
         room.result(60)
-    assert [(e.worker, e.reason) for e in room.server.trace.lost] == [
-        (seat, f"{name} was silent for {SILENT_AFTER} s")]
+    (lost,) = room.server.trace.lost
+    assert lost.worker == seat and re.fullmatch(gone, lost.reason), lost
     seats = {name: int(k) for k, name in room.server.trace.meta["students"].items()}
     for name, k in zip(NAMES, students):
         if k is victim:
