@@ -387,3 +387,9 @@ def test_a_room_on_a_given_port_and_arguments_it_cannot_use_are_said(rooms):
         classroom.serve(LSQ, workers=2, compute_times=[1, 1])
     with pytest.raises(ValueError, match="wait_for=3 is not allowed with workers=2"):
         classroom.serve(LSQ, workers=2, policy="ksync", wait_for=3)
+
+
+def test_a_misspelt_argument_to_serve_names_serve_not_train():
+    with pytest.raises(TypeError, match=r"^serve\(\) got an unexpected keyword argument 'lerning_rate': "
+                                        r"did you mean lr=\?"):
+        classroom.serve(LSQ, workers=2, lerning_rate=0.1)

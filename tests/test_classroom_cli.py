@@ -17,6 +17,7 @@ import pytest
 
 import asyncps as aps
 from asyncps import cli
+from test_cli import usage_error
 
 pytestmark = pytest.mark.timeout(120)
 ASYNCPS = [sys.executable, "-m", "asyncps"]
@@ -164,15 +165,6 @@ def test_ctrl_c_stops_the_room_and_still_saves(start, tmp_path):
     assert 1 < len(run.losses) < 1000001 and run.trace.meta["students"] == {"0": "ada"}
     assert aps.violations(run.trace) == []
     assert student.code() == 0, student.output                 # told the room is done
-
-
-def usage_error(argv, capsys):
-    with pytest.raises(SystemExit) as exit_:
-        cli.main(argv)
-    assert exit_.value.code == 2
-    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
-    assert not lines[-1].startswith((" ", "Traceback")), lines
-    return lines[0], lines[-1]
 
 
 @pytest.mark.parametrize("argv,usage,words", [

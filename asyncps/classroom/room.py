@@ -84,10 +84,10 @@ class Room:
             raise TypeError(f"serve() got {not_here}: a room's workers are its students' kernels "
                             f"(no engine, device, slowdown, lock, timeout or checkpoint to set; "
                             f"room.slow(name, seconds) slows one student down)")
-        self.config = configure("train", {"engine": "threads", **run_arguments})
+        self.config = configure("train", {"engine": "threads", **run_arguments}, shown_as="serve")
         self.server, self.shards = prepare(problem, self.config)
         self.server.trace.meta.update(engine="classroom", students={})
-        self.problem, self.fingerprint = problem, fingerprint(problem)
+        self.fingerprint = fingerprint(problem)
         self._secret = secrets.token_urlsafe(16)       # what a student must know to join
         self.token = self._secret                      # what a student types (with the key)
         self.silent_after, self.max_rate = float(silent_after), float(max_rate)

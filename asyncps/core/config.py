@@ -206,8 +206,10 @@ def closest(name, allowed):
     return known[found[0]] if found else None
 
 
-def configure(entry, arguments):
-    """The RunConfig of a call `entry(problem, **arguments)`; old or unknown keywords explained."""
+def configure(entry, arguments, shown_as=None):
+    """The RunConfig of a call `entry(problem, **arguments)`; old or unknown keywords explained.
+    `shown_as`: the function the messages name, if not `entry` (a room's `serve` checks train's)."""
+    shown_as = shown_as or entry
     refuse_renamed(arguments)
     allowed = argument_names(entry)
     for name in arguments:
@@ -219,7 +221,7 @@ def configure(entry, arguments):
                 meant = closest(name, allowed)
                 hint = (f": did you mean {meant}=? The arguments of aps.{entry} are "
                         if meant else "; allowed: ") + ", ".join(allowed)
-            raise TypeError(f"{entry}() got an unexpected keyword argument {name!r}{hint}")
+            raise TypeError(f"{shown_as}() got an unexpected keyword argument {name!r}{hint}")
     if entry == "simulate":
         arguments = {**arguments, "engine": "simulate"}
     elif arguments.get("engine", "threads") == "simulate":
@@ -229,5 +231,5 @@ def configure(entry, arguments):
         arguments = {"engine": "threads", **arguments}
         given = sorted({"address", "allow_remote"} & set(arguments))
         if given and arguments["engine"] != "rpc":
-            raise TypeError(f"train() got {given}: these options are for engine='rpc' only")
+            raise TypeError(f"{shown_as}() got {given}: these options are for engine='rpc' only")
     return RunConfig(**arguments)
