@@ -127,10 +127,16 @@ lab: $(LAB) $(LAB_SETTINGS)
 # Voila 0.5 does not shut a page's kernel down when the page is closed (its request is refused
 # for want of an _xsrf cookie, voila-dashboards/voila#1458): a kernel with no page left is culled
 # after 2 minutes (a live page's run and workers end with it). Open pages are never culled.
+# The page uses the template share/jupyter/voila/templates/asyncps: Voila's lab template with Font
+# Awesome (the widgets' icons) served by Voila from a pinned copy, not from a CDN (no network needed).
 PAGE ?= playground
-demo: $(LAB)
+VOILA_ICONS = share/jupyter/voila/templates/asyncps/static/fontawesome
+$(VOILA_ICONS)/css/all.min.css: scripts/vendor.py
+	$(PYTHON) scripts/vendor.py fontawesome $(VOILA_ICONS)
+demo: $(LAB) $(VOILA_ICONS)/css/all.min.css
 	@case "$(PAGE)" in playground|live) ;; *) echo "make demo: PAGE=$(PAGE) is not allowed: use PAGE=playground (the default) or PAGE=live"; exit 2;; esac
-	$(VENV)/bin/voila notebooks/$(PAGE).ipynb --no-browser --Voila.ip=127.0.0.1 \
+	JUPYTER_PATH=$(CURDIR)/share/jupyter$${JUPYTER_PATH:+:$$JUPYTER_PATH} \
+	$(VENV)/bin/voila notebooks/$(PAGE).ipynb --no-browser --Voila.ip=127.0.0.1 --template=asyncps \
 		--MappingKernelManager.cull_idle_timeout=120 --MappingKernelManager.cull_interval=30 \
 		--token=$$($(PY) -c "import secrets; print(secrets.token_hex(16))")
 
@@ -187,9 +193,11 @@ student-bundle: $(LAB)
 site: $(LAB)
 	$(PY) scripts/site.py site
 
+# the lecture as reveal.js decks in build/slides/, with a pinned reveal.js from the npm registry
+# beside them (scripts/vendor.py; downloaded once into build/vendor/): they present from disk,
+# with no network (open a deck in a browser; `s`: the speaker view)
 slides: $(LAB)
-	$(VENV)/bin/jupyter nbconvert --to slides notebooks/[0-9]*.ipynb --output-dir build/slides
-	@echo "slides in build/slides/ (they load reveal.js from a CDN when opened)"
+	$(PY) scripts/slides.py build/slides
 
 bench: $(TEST)
 	$(PY) -m asyncps.bench

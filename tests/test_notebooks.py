@@ -75,13 +75,17 @@ def test_only_real_engine_cells_ignore_their_output(name):
 
 
 def test_slides_build(tmp_path):
-    out = subprocess.run([sys.executable, "-m", "jupyter", "nbconvert", "--to", "slides",
-                          str(NOTEBOOKS / "02-asynchronous-ps.ipynb"), "--output-dir", str(tmp_path)],
-                         capture_output=True, text=True)
+    """`make slides` (scripts/slides.py): one section per slide, reveal.js beside the deck and no
+    script or stylesheet from anywhere else (tests/browser/test_offline.py presents it offline)."""
+    out = subprocess.run([sys.executable, str(NOTEBOOKS.parent / "scripts" / "slides.py"), str(tmp_path),
+                          "02-asynchronous-ps"], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     html = (tmp_path / "02-asynchronous-ps.slides.html").read_text()
     slides = sum(c.metadata["slideshow"]["slide_type"] == "slide" for c in load("02-asynchronous-ps").cells)
     assert html.count("<section") >= slides > 5
+    loaded = re.findall(r'<(?:script|link)[^>]* (?:src|href)="([^"]+)"', html)
+    assert loaded and all(url.startswith("reveal.js/") for url in loaded), loaded
+    assert all((tmp_path / url).is_file() for url in loaded), loaded
 
 
 # Numbers a Markdown cell may state although no cell measures them: settings, and constants of

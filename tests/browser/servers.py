@@ -118,14 +118,34 @@ def notebook7(root, work, notebook):
     return Server(cmd, work, f"/notebooks/{notebook}", env)
 
 
+REPO = Path(__file__).resolve().parents[2]
+VOILA_TEMPLATES = REPO / "share" / "jupyter"        # share/jupyter/voila/templates/asyncps, as `make demo`
+
+
+def voila_env(env):
+    """`env` with the repository's Voila template found first (what `make demo` sets), its Font
+    Awesome copy fetched once (scripts/vendor.py, as `make demo` does)."""
+    sys.path.insert(0, str(REPO / "scripts"))
+    try:
+        import vendor
+    finally:
+        sys.path.pop(0)
+    icons = VOILA_TEMPLATES / "voila" / "templates" / "asyncps" / "static" / "fontawesome"
+    if not (icons / "css" / "all.min.css").exists():
+        vendor.install("fontawesome", icons)
+    paths = [str(VOILA_TEMPLATES)] + ([env["JUPYTER_PATH"]] if env.get("JUPYTER_PATH") else [])
+    return dict(env, JUPYTER_PATH=os.pathsep.join(paths))
+
+
 def voila(root, work, notebook):
+    """Voila serving `notebook` as `make demo` does (its template included)."""
     cmd = [sys.executable, "-m", "voila", str(Path(root) / notebook), "--no-browser", "--port={port}",
-           "--Voila.ip=127.0.0.1", "--token={token}", "--Voila.port_retries=0"]
+           "--Voila.ip=127.0.0.1", "--token={token}", "--Voila.port_retries=0", "--template=asyncps"]
     server = Server.__new__(Server)
     server.port, server.token = free_port(), secrets.token_hex(16)
     cmd = [c.format(port=server.port, token=server.token) for c in cmd]
     server.log = work / "server.log"
-    server.proc = subprocess.Popen(cmd, env=_isolated_env(work), stdout=open(server.log, "w"),
+    server.proc = subprocess.Popen(cmd, env=voila_env(_isolated_env(work)), stdout=open(server.log, "w"),
                                    stderr=subprocess.STDOUT, start_new_session=True)
     server.url = f"http://127.0.0.1:{server.port}/?token={server.token}"
     server._wait(server.url)
