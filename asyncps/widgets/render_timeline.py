@@ -222,6 +222,7 @@ def timeline_svg(model, frame, width=720):
     if model.points:
         shown = np.nonzero((model.point_time >= t0) & (model.point_time <= t1))[0]
         taken = {}                               # lane -> labels' spans: a label never covers another
+        labels = []                              # drawn last: a later arrow never crosses a label
         for j in shown:
             i, e = model.points[j]
             if i > frame:
@@ -237,8 +238,8 @@ def timeline_svg(model, frame, width=720):
                                  head=kind))
                 if current or (e.staleness > 0 and len(shown) < 60):
                     label = f"stale {e.staleness}" if e.staleness else "fresh"
-                    body += _point_label(xe, yw, label, INKS[kind], current, taken.setdefault(e.worker, []),
-                                         width)
+                    labels += _point_label(xe, yw, label, INKS[kind], current, taken.setdefault(e.worker, []),
+                                           width)
             elif e.kind == "drop":                   # a push that never leaves its lane
                 xs, ys = xe - 3, yw + LANE / 2                     # a ✕ where its compute ended
                 body.append(line(xe - 5, yw, xe - 3, yw - GAP / 2, DROP, 3 if current else 1.4,
@@ -248,11 +249,12 @@ def timeline_svg(model, frame, width=720):
                     body.append(line(xs - r, ys - r, xs + r, ys + r, color, stroke))
                     body.append(line(xs - r, ys + r, xs + r, ys - r, color, stroke))
                 if current or len(shown) < 60:
-                    body += _point_label(xe, yw, "dropped", DROP, current, taken.setdefault(e.worker, []),
-                                         width)
+                    labels += _point_label(xe, yw, "dropped", DROP, current, taken.setdefault(e.worker, []),
+                                           width)
             else:
                 body.append(rect(xe - 8, yw + 5, 16, 16, BG, stroke=INKS["lost"], width=1))  # a badge
                 body.append(text(xe, yw + 18, "✕", color=INKS["lost"], size=14, anchor="middle"))
+        body += labels
     # now, and a time axis
     body.append(line(x(t_now), TOP - 4, x(t_now), lane_y(model.workers + 1), COLORS["now"], 1,
                      dash="3,3"))
@@ -268,14 +270,16 @@ def timeline_svg(model, frame, width=720):
 
 def _point_label(xe, yw, label, color, current, spans, width):
     """A push's or a drop's label just above its worker's lane, right of it (left of it at the
-    right edge): [] where it would cover a label already there (`spans`), unless it is current."""
+    right edge), on a patch of the page's colour (many pushes close together draw a thicket of
+    arrows there): [] where it would cover a label already there (`spans`), unless it is current."""
     span = LABEL_CHAR * len(label)
     inside = xe + 3 + span <= width - 2                 # else left of the push
     start = xe + 3 if inside else xe - 3 - span
     if not current and any(a - 2 < start + span and start < b + 2 for a, b in spans):
         return []                                       # it would cover a label already there
     spans.append((start, start + span))
-    return [text(xe + 3 if inside else xe - 3, yw - 3, label, anchor="start" if inside else "end",
+    return [rect(start - 1, yw - 12, span + 2, 12, BG, rx=1),
+            text(xe + 3 if inside else xe - 3, yw - 3, label, anchor="start" if inside else "end",
                  color=color, size=10, weight="600" if current else None)]
 
 
