@@ -140,7 +140,8 @@ def voila_env(env):
 def voila(root, work, notebook):
     """Voila serving `notebook` as `make demo` does (its template included)."""
     cmd = [sys.executable, "-m", "voila", str(Path(root) / notebook), "--no-browser", "--port={port}",
-           "--Voila.ip=127.0.0.1", "--token={token}", "--Voila.port_retries=0", "--template=asyncps"]
+           "--Voila.ip=127.0.0.1", "--token={token}", "--Voila.port_retries=0", "--template=asyncps",
+           "--VoilaConfiguration.extension_denylist=['@jupyter/nbgrader', '@jupyter-notebook/lab-extension']"]
     server = Server.__new__(Server)
     server.port, server.token = free_port(), secrets.token_hex(16)
     cmd = [c.format(port=server.port, token=server.token) for c in cmd]

@@ -75,6 +75,7 @@ def test_no_request_leaves_the_machine_and_none_fails(offline):
     assert not elsewhere, f"requests that would leave the machine: {elsewhere[:10]}"
     assert not offline["failed"], f"requests that failed with no network: {offline['failed'][:10]}"
     assert not offline["http_errors"], offline["http_errors"][:10]
+    assert not offline["console_errors"], offline["console_errors"][:5]
     assert any(u.startswith("file://") for u in offline["requests"])      # the deck and reveal.js
     assert any(u.startswith(port) and "fontawesome" in u for u in offline["requests"])
 
