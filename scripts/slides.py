@@ -49,6 +49,7 @@ TEMPLATE = """{%- extends 'index.html.j2' -%}
 {%- block html_head_css -%}<style type="text/css">
 .jp-OutputArea-output img, .jp-OutputArea-output svg { max-width: 100%; height: auto; }
 .reveal .slides section { overflow-y: auto; max-height: 100%; }
+.reveal .jp-Cell pre { white-space: pre-wrap; overflow-wrap: anywhere; }   /* long lines wrap, never cut */
 </style>{%- endblock html_head_css -%}
 {% block footer_js %}
 <script src="REVEAL/dist/reveal.js"></script>

@@ -57,6 +57,7 @@ def present(context, deck, out):
         page.keyboard.press("ArrowRight")
         page.wait_for_timeout(300)
         seen["steps"].append(page.evaluate("() => Reveal.getIndices()"))
+    page.wait_for_timeout(1000)                          # the slide transition ends
     page.screenshot(path=str(out / "offline_deck.png"))
     with context.expect_page(timeout=15_000) as opened:
         page.keyboard.press("s")                         # the speaker view, in a window of its own
