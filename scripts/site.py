@@ -113,12 +113,17 @@ def _refuse_answers(nb, path):
 _LINK = re.compile(r"""(\]\(|href=["'])(?!https?:|mailto:|#)([^)"'\s]*?)\.ipynb(#[^)"'\s]*)?""")
 
 
-def _static(nb):
-    """The notebook as the site shows it: links to pages, widgets by their static fallback."""
+def _page_link(m):
+    return f"{m[1]}{m[2]}.html{m[3] or ''}"
+
+
+def _static(nb, link=_page_link):
+    """The notebook as the site shows it: links to pages, widgets by their static fallback.
+    `link(match)`: what a link to a notebook becomes (scripts/slides.py: a link to its deck)."""
     nb.metadata.pop("widgets", None)
     for cell in nb.cells:
         if cell.cell_type == "markdown":
-            cell.source = _LINK.sub(lambda m: f"{m[1]}{m[2]}.html{m[3] or ''}", cell.source)
+            cell.source = _LINK.sub(link, cell.source)
         for output in cell.get("outputs", []):
             data = output.get("data", {})
             if WIDGET_VIEW in data and not any(k in data for k in SHOWN[:-1]):

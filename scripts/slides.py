@@ -19,7 +19,6 @@ step at a time, `s` opens the speaker view (notes, the next slide, a clock), `f`
 screen. Copy the whole folder to present from another machine: the decks need reveal.js/ beside them.
 """
 import importlib.util
-import re
 import sys
 from pathlib import Path
 
@@ -41,6 +40,8 @@ def _site():
     spec.loader.exec_module(module)
     return module
 
+
+SITE = _site()
 
 TEMPLATE = """{%- extends 'index.html.j2' -%}
 {%- block html_head_js -%}{%- endblock html_head_js -%}
@@ -66,37 +67,20 @@ Reveal.initialize({
 """.replace("REVEAL", REVEAL)
 
 
-_LINK = re.compile(r"""(\]\(|href=["'])(?!https?:|mailto:|#|[./])([^)"'\s/]*?)\.ipynb(#[^)"'\s]*)?""")
-
-
-def _deck(nb, site, lecture):
-    """The notebook as a deck shows it: links to other lecture notebooks go to their decks,
-    widgets show their static fallback (as on the lecture site)."""
-    nb.metadata.pop("widgets", None)
-    for cell in nb.cells:
-        if cell.cell_type == "markdown":
-            cell.source = _LINK.sub(lambda m: f"{m[1]}{m[2]}.slides.html{m[3] or ''}" if m[2] in lecture
-                                    else m[0], cell.source)
-        for output in cell.get("outputs", []):
-            data = output.get("data", {})
-            if site.WIDGET_VIEW in data and not any(k in data for k in site.SHOWN[:-1]):
-                output["data"] = {"text/html": site.NO_FALLBACK}
-    return nb
-
-
 def exporter():
     exp = SlidesExporter(extra_loaders=[DictLoader({"offline.slides.j2": TEMPLATE})],
                          template_file="offline.slides.j2", embed_images=True, exclude_anchor_links=True,
                          reveal_url_prefix=REVEAL, reveal_theme="white")   # its fonts are inlined
-    exp.display_data_priority = list(_site().SHOWN)
+    exp.display_data_priority = list(SITE.SHOWN)
     return exp
 
 
 def build(out=ROOT / "build" / "slides", names=None, root=ROOT):
     """Write the decks of `names` (default: every lecture notebook) and reveal.js to `out`;
     returns the decks' paths."""
-    site, out = _site(), Path(out)
+    site, out = SITE, Path(out)
     notebooks = site.lecture_order(root)
+    lecture = {p.stem for p in notebooks}
     if names:
         unknown = sorted(set(names) - {p.stem for p in notebooks})
         if unknown:
@@ -104,9 +88,10 @@ def build(out=ROOT / "build" / "slides", names=None, root=ROOT):
                              f"{', '.join(p.stem for p in notebooks)}")
         notebooks = [p for p in notebooks if p.stem in names]
     vendor.install("reveal.js", out / REVEAL)
-    exp, decks, lecture = exporter(), [], {p.stem for p in site.lecture_order(root)}
-    for path in notebooks:
-        nb = _deck(nbformat.read(path, as_version=4), site, lecture)
+    exp, decks = exporter(), []
+    deck_link = lambda m: f"{m[1]}{m[2]}.slides.html{m[3] or ''}" if m[2] in lecture else m[0]  # noqa: E731
+    for path in notebooks:                     # a link to a lecture notebook goes to its deck
+        nb = site._static(nbformat.read(path, as_version=4), link=deck_link)
         body, _ = exp.from_notebook_node(nb, resources={"metadata": {"name": site.title_of(nb, path.stem)}})
         deck = out / f"{path.stem}.slides.html"
         deck.write_text(body, encoding="utf-8")
