@@ -4,12 +4,15 @@ changed by Control events that are in its trace, and nothing left running howeve
 import re
 import threading
 import time
+from types import SimpleNamespace
 
 import numpy as np
 import psutil
 import pytest
 
 import asyncps as aps
+from asyncps.engines.controls import Controls
+from asyncps.engines.rpc import host as rpc_host, world as rpc_world
 from engines import leftover_processes, nothing_left_behind, no_thread_survives, wait_until  # noqa: F401
 from asyncps.widgets.picture import svgs_in
 
@@ -129,6 +132,44 @@ def test_pause_holds_every_worker_and_resume_lets_them_go_on(engine):
     # a gradient already past its pause check when pause() came may still be handed in: one each
     assert all(during.count(k) <= 1 for k in range(workers)), during
     assert len(trace.pushes) > len([e for e in trace.events[:resumed] if e.kind == "push"])
+
+
+class Noting:
+    """A server for Controls alone: it notes each Control with the paused flag as it was then."""
+    done = False
+
+    def __init__(self):
+        self.flags, self.noted = None, []
+
+    def record(self, event):
+        self.noted.append((event.what, int(self.flags[1])))
+
+
+def test_a_pause_is_set_before_its_control_and_a_resume_recorded_before_it_is_lifted():
+    """Else a worker let go by resume() pushes before the resume in the trace: inside the pause."""
+    server = Noting()
+    controls = Controls(server, SimpleNamespace(slowdown=[0.0, 0.0]), lambda: 0.0)
+    server.flags = controls.flags
+    controls.pause()
+    controls.resume()
+    assert server.noted == [("pause", 1), ("resume", 1)] and controls.flags[1] == 0
+
+
+def test_on_rpc_rank_0_lifts_the_pause_once_it_has_recorded_the_resume(monkeypatch):
+    """The caller pauses the workers at once; only rank 0, which records pushes, lets them go."""
+    caller = rpc_world.Controls(Noting(), SimpleNamespace(slowdown=[0.0, 0.0]), lambda: 0.0)
+    caller.pause()
+    caller.resume()
+    assert not caller.paused and caller.flags[1] == 1               # asked, not yet lifted
+    server, cond = Noting(), threading.Condition()
+    rank_0 = Controls(server, SimpleNamespace(slowdown=[0.0, 0.0]), lambda: 0.0, lock=cond)
+    rank_0.flags = server.flags = caller.flags                      # shared memory in a real run
+    monkeypatch.setitem(rpc_host._STATE, "controls", rank_0)
+    monkeypatch.setitem(rpc_host._STATE, "cond", cond)
+    with cond:
+        for message in caller.outbox:
+            rpc_host._hear(server, message, lambda: 0.0)
+    assert server.noted == [("pause", 1), ("resume", 1)] and caller.flags[1] == 0
 
 
 @pytest.mark.parametrize("engine", LIVE)

@@ -11,8 +11,8 @@ shared memory for worker processes (processes.py, rpc/world.py), read by the wor
 gradient.
 
 An engine says how its workers learn of a change by overriding the hooks: `_kill` (a real
-SIGKILL), and where the server lives in another process (rpc), `_record`, `_set_lr` and `_stop`
-send the change there instead of applying it here. Given a condition variable as its lock, a
+SIGKILL), and where the server lives in another process (rpc), `_record`, `_set_lr`, `_stop` and
+`_lift_pause` send the change there instead of applying it here. Given a condition variable as its lock, a
 change wakes every thread waiting on it (`_changed`).
 """
 import threading
@@ -52,11 +52,18 @@ class Controls:
             return self._record("slow", worker, seconds)
 
     def pause(self, paused=True):
+        """The workers stop before their next push (paused=True) or go on. The pause is set before
+        its Control is recorded and a resume recorded before it is lifted, so that in the trace no
+        push between the two is one a paused worker began after the pause."""
         with self.lock:
             if self.done:
                 return False
-            self.flags[1] = paused
-            return self._record("pause" if paused else "resume")
+            if paused:
+                self.flags[1] = 1
+                return self._record("pause")
+            self._record("resume")
+            self._lift_pause()
+            return True
 
     def resume(self):
         return self.pause(False)
@@ -106,6 +113,10 @@ class Controls:
         (the threads engine's, rank 0's handlers')."""
         if isinstance(self.lock, threading.Condition):
             self.lock.notify_all()
+
+    def _lift_pause(self):
+        """The resume is recorded: let the workers go on."""
+        self.flags[1] = 0
 
     def _kill(self, worker):
         """Carry out a kill now (a worker process: SIGKILL); threads stop at their next step."""

@@ -113,14 +113,16 @@ def start_time(events=()):
     return _STATE["start"]
 
 
-def serve(server, world, method, timeout, offset, caller=None, live=False, formed=None):
+def serve(server, world, method, timeout, offset, caller=None, live=False, formed=None, flags=None):
     """Rank 0: host `server` until every worker has finished (or was lost). Returns their copies.
 
     `caller` (optional): the pipe to the process that started the world (aps.train). On it the
     caller reports dead workers, ("lost", k, reason), and a live run's changes, ("control", what,
     worker, value); rank 0 reports ("version", v) every 0.2 s, or in a live run every
     NEWS_EVERY s the events since the last report (`news`). `formed()` (optional) is called
-    once every rank has joined.
+    once every rank has joined. `flags` (optional): the done and paused flags the workers read
+    (controls.py), shared with the caller, who sets them; rank 0 lifts a pause once it has recorded
+    the resume.
     """
     import torch.distributed.rpc as rpc
 
@@ -134,6 +136,8 @@ def serve(server, world, method, timeout, offset, caller=None, live=False, forme
                   finished=set(), lost=set(), start=start, waiting={}, inside=set(), heard={},
                   gate_timeout=gate_timeout,
                   controls=base.Controls(server, server.config, clock, lock=cond))   # rank 0's copy
+    if flags is not None:
+        _STATE["controls"].flags = flags
     join("ps", 0, world, method, timeout)
     if formed is not None:
         formed()

@@ -8,7 +8,8 @@ At the end the server's state comes home to the caller's ParameterServer.
 A live run (`live=True`, engines/live.py): the caller keeps the Controls (below). Each worker's
 slowdown and the pause are shared memory its process reads after every gradient (as on the
 processes engine), a kill is a SIGKILL of its process, and every change goes to rank 0 on its
-pipe, where the server records and applies it. Rank 0 sends the trace's new events ten times a
+pipe, where the server records and applies it. A pause is set here at once; rank 0 lifts it,
+after recording the resume, so that no push the workers make then comes before it in the trace. Rank 0 sends the trace's new events ten times a
 second; they are added to the caller's server, so `live.state` and the live view read them here.
 """
 import logging
@@ -29,7 +30,21 @@ class Controls(ProcessControls):
 
     def __init__(self, server, config, clock):
         super().__init__(server, config, clock)
-        self.outbox, self.start = [], None
+        self.outbox, self.start, self._paused = [], None, False
+
+    @property
+    def paused(self):
+        return self._paused                          # as asked here; rank 0 lifts the shared flag
+
+    def pause(self, paused=True):
+        changed = super().pause(paused)
+        if changed:
+            self._paused = paused
+        return changed
+
+    def _lift_pause(self):
+        """Rank 0 lifts the pause once it has recorded the resume (host._hear): a worker let go
+        here could push before it, and its push would stand inside the pause in the trace."""
 
     def child(self, worker):
         return worker + 1
@@ -100,7 +115,7 @@ def _worker_main(k, payload, shard, world, offset, flags, slowdown, conn):
         procs.send_error(conn, err)
 
 
-def _server_main(server_blob, world, offset, live, conn):
+def _server_main(server_blob, world, offset, live, flags, conn):
     try:
         procs.child_setup()
         server = procs.loads(server_blob)
@@ -108,7 +123,7 @@ def _server_main(server_blob, world, offset, live, conn):
         port = listen(address)
         conn.send(("port", port))
         copies = host.serve(server, world, f"asyncps://{address}:{port}", server.config.timeout, offset,
-                            caller=conn, live=live)
+                            caller=conn, live=live, flags=flags.numpy())
         server.on_version = None
         conn.send(("result", procs.dumps((server, copies), name="the result")))
     except BaseException as err:                                 # noqa: BLE001
@@ -144,7 +159,7 @@ def run_rpc(server, problem, shards, config, copies, offset, progress=None, cont
     blob = procs.dumps(server, name="the server (its hooks travel to the rpc server process)")
     flags, slowdown = controls.share()
     with procs.Children() as children:
-        children.start(_server_main, "asyncps-ps", blob, world, offset, live)
+        children.start(_server_main, "asyncps-ps", blob, world, offset, live, flags)
         for k in range(config.workers):
             children.start(_worker_main, f"asyncps-worker-{k}", k, payload, shards[k], world, offset,
                            flags, slowdown)
