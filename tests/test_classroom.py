@@ -393,3 +393,8 @@ def test_a_misspelt_argument_to_serve_names_serve_not_train():
     with pytest.raises(TypeError, match=r"^serve\(\) got an unexpected keyword argument 'lerning_rate': "
                                         r"did you mean lr=\?"):
         classroom.serve(LSQ, workers=2, lerning_rate=0.1)
+    with pytest.raises(TypeError) as raised:                # the hint lists serve's arguments
+        classroom.serve(LSQ, workers=2, prot=8888)
+    message = str(raised.value)
+    assert "did you mean port=? The arguments of serve() are host, port, silent_after" in message
+    assert "engine" not in message and "slowdown" not in message and ", lr, " in message

@@ -31,6 +31,7 @@ or "paused" (it then holds its gradient and asks again).
 """
 import collections
 import hmac
+import inspect
 import math
 import secrets
 import threading
@@ -39,7 +40,7 @@ import warnings
 
 import numpy as np
 
-from ..core.config import LOOPBACK, configure
+from ..core.config import LOOPBACK, argument_names, configure
 from ..core.events import Compute
 from ..engines.controls import Controls
 from ..engines.live import LiveRun
@@ -84,7 +85,8 @@ class Room:
             raise TypeError(f"serve() got {not_here}: a room's workers are its students' kernels "
                             f"(no engine, device, slowdown, lock, timeout or checkpoint to set; "
                             f"room.slow(name, seconds) slows one student down)")
-        self.config = configure("train", {"engine": "threads", **run_arguments}, shown_as="serve")
+        self.config = configure("train", {"engine": "threads", **run_arguments}, shown_as="serve",
+                                shown_allows=serve_arguments())
         self.server, self.shards = prepare(problem, self.config)
         self.server.trace.meta.update(engine="classroom", students={})
         self.fingerprint = fingerprint(problem)
@@ -386,6 +388,12 @@ class RoomControls(Controls):
                                        "seq": -1, "heard": self.clock(), "allowance": 0.0,
                                        "told_done": True, "left": True}
         self.room._remove(worker, f"{name} was removed by the lecturer")
+
+
+def serve_arguments():
+    """The keyword arguments serve() takes: the room's own, then the run's that a room allows."""
+    own = [p for p in inspect.signature(Room).parameters if p not in ("problem", "run_arguments")]
+    return own + [a for a in argument_names("train") if a not in NOT_IN_A_ROOM]
 
 
 def serve(problem, **arguments):

@@ -206,10 +206,11 @@ def closest(name, allowed):
     return known[found[0]] if found else None
 
 
-def configure(entry, arguments, shown_as=None):
+def configure(entry, arguments, shown_as=None, shown_allows=None):
     """The RunConfig of a call `entry(problem, **arguments)`; old or unknown keywords explained.
-    `shown_as`: the function the messages name, if not `entry` (a room's `serve` checks train's)."""
-    shown_as = shown_as or entry
+    `shown_as`: the function the messages name, if not `entry` (a room's `serve` checks train's),
+    and `shown_allows`: the arguments that function takes, which a hint names."""
+    shown_as, function = shown_as or entry, f"{shown_as}()" if shown_as else f"aps.{entry}"
     refuse_renamed(arguments)
     allowed = argument_names(entry)
     for name in arguments:
@@ -218,9 +219,10 @@ def configure(entry, arguments, shown_as=None):
             if name in argument_names(other):
                 hint = f": it is an argument of aps.{other} only"
             else:
-                meant = closest(name, allowed)
-                hint = (f": did you mean {meant}=? The arguments of aps.{entry} are "
-                        if meant else "; allowed: ") + ", ".join(allowed)
+                named = list(shown_allows or allowed)
+                meant = closest(name, named)
+                hint = (f": did you mean {meant}=? The arguments of {function} are "
+                        if meant else "; allowed: ") + ", ".join(named)
             raise TypeError(f"{shown_as}() got an unexpected keyword argument {name!r}{hint}")
     if entry == "simulate":
         arguments = {**arguments, "engine": "simulate"}
