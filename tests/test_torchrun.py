@@ -8,7 +8,6 @@ CI runs as root, so they run there. Every process is stopped by its PID; nothing
 """
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -40,24 +39,9 @@ def guide(rendezvous):
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 
-def namespaces_refused():
-    """Why a private network namespace cannot be made here, or None."""
-    if shutil.which("unshare") is None or shutil.which("ip") is None:
-        return "no `unshare` or `ip` command (util-linux, iproute2)"
-    done = subprocess.run(["unshare", "-n", "ip", "link", "set", "lo", "up"], capture_output=True,
-                          text=True, timeout=30)
-    if done.returncode != 0:
-        return f"`unshare -n` is not permitted here ({done.stderr.strip()[:120]}): run as root"
-    return None
-
-
 @pytest.fixture(scope="module", autouse=True)
-def needs_namespaces():
-    why = namespaces_refused()
-    if why is not None:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI runs as root and must run the torchrun tests: {why}")
-        pytest.skip(why)
+def needs_namespaces(private_network):
+    """Every test here runs torchrun in a private network namespace (conftest.py)."""
 
 
 class World:

@@ -28,26 +28,10 @@ DECK = "02-asynchronous-ps"
 LOCAL = ("file://", "data:", "blob:", "about:")
 
 
-def namespace_or_skip():
-    """Skip (CI=true: fail) where a private network namespace cannot be made, saying why."""
-    why = None
-    if shutil.which("unshare") is None or shutil.which("ip") is None:
-        why = "no `unshare` or `ip` command (util-linux, iproute2)"
-    else:
-        done = subprocess.run(["unshare", "-n", "ip", "link", "set", "lo", "up"], capture_output=True, text=True)
-        if done.returncode != 0:
-            why = f"`unshare -n` is not permitted here ({done.stderr.strip()[:120]}): run as root"
-    if why and os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-        pytest.fail("CI=true: " + why)
-    if why:
-        pytest.skip(why)
-
-
 @pytest.fixture(scope="module")
-def offline(tmp_path_factory):
+def offline(tmp_path_factory, private_network):
     """The probe's report: what the deck and the Voila page did with no network, every request."""
     require_browser()
-    namespace_or_skip()
     work = tmp_path_factory.mktemp("offline")
     built = subprocess.run([sys.executable, str(ROOT / "scripts" / "slides.py"), str(work / "slides"), DECK],
                            capture_output=True, text=True, timeout=300, cwd=ROOT)
