@@ -290,6 +290,20 @@ def test_the_live_view_names_each_lane_by_its_student(rooms):
     assert "Room(tcp://127.0.0.1:" in repr(room) and "2 of 2 seats taken" in repr(room)
 
 
+def test_the_live_view_s_controls_name_each_seat_by_its_student_once_taken(rooms):
+    room = rooms(workers=2, policy="async", lr=0.05, steps=40)
+    view = room.view().children[1]                          # opened before anyone has joined
+    c = view.controls
+    assert [s.description for s in c["slowdown"]] == ["worker 0 slowdown", "worker 1 slowdown"]
+    threads, _ = students(room, ["ada", "bartholomew-the-third"], [0.001, 0.001])
+    finish(threads)
+    room.result(10)
+    assert view.join(timeout=20)
+    names = [s.description.removesuffix(" slowdown") for s in c["slowdown"]]   # seats: who came first
+    assert sorted(names) == ["ada", "bartholom…"]                                # as the lanes cut it
+    assert c["worker"].options == tuple(zip(names, (0, 1))) and c["worker"].value == 0
+
+
 def test_an_encrypted_room_hears_no_plain_client_and_a_plain_room_works_too(rooms):
     room = rooms(workers=1, policy="async", lr=0.05, steps=20)
     assert "~" in room.token and len(room.token.partition("~")[2]) == 40      # a Z85 public key

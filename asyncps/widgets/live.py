@@ -12,7 +12,8 @@ waits for it. When the run ends it draws once more (how it ended, a failed run's
 stops, and the controls are disabled.
 
 The controls call the LiveRun's own methods: each worker's slowdown (`live.slow`), the lr
-(`live.set_lr`), pause/resume, stop and kill worker k. What a control cannot do (too late: the run
+(`live.set_lr`), pause/resume, stop and kill worker k. They name the workers as the lanes do: in
+a classroom, by the student who took the seat. What a control cannot do (too late: the run
 has ended) is said in the message line, not raised into the notebook. They also follow the run:
 `live.pause()` or `live.set_lr(0.01)` called from code moves the toggle or the slider at the next
 tick, and that move calls nothing (the change is already made, and recorded once).
@@ -31,6 +32,7 @@ from .picture import img_html
 from .summary import text_style
 from .svg import INKS, TEXT
 from .playground import LR_STEP, moved      # a browser's rounding of lr is no change
+from .render_timeline import lane_name
 
 MAX_FPS = 10
 BUSY = 0.1            # drawing takes at most this share of the time: a costly picture is drawn
@@ -80,6 +82,7 @@ class LiveView(widgets.VBox):
         self._tally, self._drawn = rl.StalenessTally(), None
         state = live.state
         self._known = following(state)                  # what the controls follow (_follow)
+        self._names = self._seats(len(state["slowdown"]))  # as the lanes name the workers
         self.picture, self.message = widgets.HTML(), widgets.HTML()
         self.controls = self._make_controls(state)
         super().__init__([self._layout(), self.picture, self.message])
@@ -93,7 +96,7 @@ class LiveView(widgets.VBox):
         column = max(COLUMN, (self.width - GAP) // 2)
         style, wide = {"description_width": "130px"}, lambda: widgets.Layout(width=f"{column}px")
         slow = [widgets.FloatSlider(value=s, min=0.0, max=slow_top(s), step=0.001,
-                                    readout_format=SLOW_FORMAT, description=f"worker {k} slowdown",
+                                    readout_format=SLOW_FORMAT, description=f"{self._names[k]} slowdown",
                                     continuous_update=False, tooltip="extra seconds per gradient",
                                     style=style, layout=wide())
                 for k, s in enumerate(state["slowdown"])]
@@ -115,7 +118,7 @@ class LiveView(widgets.VBox):
         stop = widgets.Button(description="stop", icon="stop", layout=button(),  # "warning": 2.7:1
                               tooltip="end the run: every worker stops at its next step")
         stop.on_click(lambda _: self._do(self.live.stop))
-        victim = widgets.Dropdown(options=[(f"worker {k}", k) for k in range(len(slow))], value=0,
+        victim = widgets.Dropdown(options=list(zip(self._names, range(len(slow)))), value=0,
                                   tooltip="the worker that kill stops",
                                   layout=widgets.Layout(width="104px"))
         kill = widgets.Button(description="kill", icon="times", button_style="danger",
@@ -135,6 +138,10 @@ class LiveView(widgets.VBox):
         return widgets.HBox([widgets.VBox(c["slowdown"], layout=column()),
                              widgets.VBox([c["lr"], buttons], layout=column())],
                             layout=widgets.Layout(flex_flow="row wrap"))
+
+    def _seats(self, workers):
+        """Each worker's name as its lane shows it: "worker k", or in a classroom its student's."""
+        return [lane_name(self.live.trace, k) for k in range(workers)]
 
     def _by_hand(self):
         """Whether a control was moved by someone (not by the view following the run's state)."""
@@ -161,6 +168,14 @@ class LiveView(widgets.VBox):
                 low, high = min(low, lr.min), max(high, lr.max)
                 lr.min, lr.max, lr.readout_format = low, high, lr_format(low)
             lr.value = state["lr"]
+        names = self._seats(len(c["slowdown"]))
+        if names != self._names:                         # a student took a seat (a classroom)
+            self._names = names
+            for slider, name in zip(c["slowdown"], names):
+                slider.description = f"{name} slowdown"
+            victim = c["worker"].value
+            c["worker"].options = list(zip(names, range(len(names))))
+            c["worker"].value = victim
 
     def _do(self, change, *args):
         """Call a LiveRun method; what it refuses goes to the message line."""
