@@ -139,6 +139,16 @@ def test_the_static_frame_follows_the_chosen_frame():
     assert f"<b>frame {tl.model.first_stale_push()}</b>" in Timeline(run)._repr_mimebundle_()["text/html"]
 
 
+def test_a_ksync_run_s_still_picture_is_its_first_drop():
+    """Under ksync no push is stale: a late gradient is dropped, and that is what a still shows."""
+    run = aps.simulate(aps.problems.Quadratic(curvature=(1.0, 2.0)), workers=4, policy="ksync",
+                       wait_for=3, steps=12, compute_times=[1.0, 1.0, 1.0, 3.0], seed=0)
+    drop = run.trace.events.index(run.trace.drops[0])
+    tl = Timeline(run)
+    assert tl.model.first_stale_push() is None and tl.static_frame() == drop
+    assert f"<b>frame {drop}</b>" in tl._repr_mimebundle_()["text/html"]
+
+
 def test_the_playground_s_lr_is_on_its_slider_s_grid_and_the_browser_s_rounding_runs_nothing():
     import math
 

@@ -86,6 +86,14 @@ class TimelineModel:
                 return i
         return None
 
+    def first_late_gradient(self):
+        """The first gradient that came late: a stale push, or one dropped (ksync): the frame a
+        still picture of the run shows."""
+        for i, e in enumerate(self.events):
+            if (e.kind == "push" and e.staleness > 0) or e.kind == "drop":
+                return i
+        return None
+
 
 CONTROL_WORDS = {"slow": "worker {worker} is slowed down by {value:g} s per gradient",
                  "lr": "the learning rate is set to {value:g}", "pause": "every worker pauses",
@@ -289,10 +297,10 @@ def time_ticks(t0, t1, plot=600):
 
 
 def static_html(model, frame=None, width=720):
-    """One informative frame (the first stale push, else the middle) with its caption: the fallback
-    that GitHub, nbviewer and exported HTML show where widgets don't run."""
+    """One informative frame (the first stale push or drop, else the middle) with its caption: the
+    fallback that GitHub, nbviewer and exported HTML show where widgets don't run."""
     if frame is None:
-        stale = model.first_stale_push()
+        stale = model.first_late_gradient()
         frame = stale if stale is not None else model.frames // 2
     return (f'<div class="asyncps-static">{img_html(timeline_svg(model, frame, width))}'
             f'<p><b>frame {frame}</b>: {escape(caption(model, frame))}</p></div>')

@@ -7,7 +7,7 @@ already pressed keeps playing (the Playground re-runs on every change, and a new
 of the old one would lose a click that landed on the old one).
 
 Where no kernel runs, the widget is a picture that plays by itself: a dozen frames around the
-first stale push as one animated, script-free SVG (animate.py).
+first stale push or drop as one animated, script-free SVG (animate.py).
 """
 from html import escape
 
@@ -100,7 +100,7 @@ class Timeline(widgets.VBox):
     def _repr_mimebundle_(self, **kwargs):
         """The widget, and where widgets don't run (GitHub, nbviewer, exported HTML, PDF) a picture
         that plays by itself, as HTML and as SVG: frames around the static frame, which is what
-        shows where nothing moves (the current frame, or at frame 0 the first stale push)."""
+        shows where nothing moves (the current frame, or at frame 0 the first stale push or drop)."""
         bundle = super()._repr_mimebundle_(**kwargs) or {}
         frame = self.static_frame()
         picture = self.animated_svg(frame)
@@ -117,9 +117,9 @@ class Timeline(widgets.VBox):
         return animate.animated_svg(frames, still)
 
     def static_frame(self):
-        """The frame a static picture shows: the current one; at frame 0 the first stale push, or
-        the middle frame when no push was stale."""
-        stale = self.frame or self.model.first_stale_push()
+        """The frame a static picture shows: the current one; at frame 0 the first stale push or
+        drop (a late gradient), or the middle frame when none came late."""
+        stale = self.frame or self.model.first_late_gradient()
         return self.model.frames // 2 if stale is None else stale
 
 
