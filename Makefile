@@ -127,10 +127,11 @@ lab: $(LAB) $(LAB_SETTINGS)
 # Voila 0.5 does not shut a page's kernel down when the page is closed (its request is refused
 # for want of an _xsrf cookie, voila-dashboards/voila#1458): a kernel with no page left is culled
 # after 2 minutes (a live page's run and workers end with it). Open pages are never culled.
-# The page uses the template share/jupyter/voila/templates/asyncps: Voila's lab template with Font
-# Awesome (the widgets' icons) served by Voila from a pinned copy, not from a CDN (no network needed).
-# nbgrader's and Notebook 7's JupyterLab extensions stay out of the page: in Voila they only fail
-# (errors in the browser's console, for want of JupyterLab's file browser and document registry).
+# Voila's settings are etc/jupyter/voila.json, which the tests' Voila reads too: the template
+# share/jupyter/voila/templates/asyncps (Voila's lab template with Font Awesome, the widgets' icons,
+# served by Voila from a pinned copy, not from a CDN: no network needed), and nbgrader's and
+# Notebook 7's JupyterLab extensions kept out of the page: in Voila they only fail (errors in the
+# browser's console, for want of JupyterLab's file browser and document registry).
 PAGE ?= playground
 VOILA_ICONS = share/jupyter/voila/templates/asyncps/static/fontawesome
 $(VOILA_ICONS)/css/all.min.css: scripts/vendor.py
@@ -138,8 +139,8 @@ $(VOILA_ICONS)/css/all.min.css: scripts/vendor.py
 demo: $(LAB) $(VOILA_ICONS)/css/all.min.css
 	@case "$(PAGE)" in playground|live) ;; *) echo "make demo: PAGE=$(PAGE) is not allowed: use PAGE=playground (the default) or PAGE=live"; exit 2;; esac
 	JUPYTER_PATH=$(CURDIR)/share/jupyter$${JUPYTER_PATH:+:$$JUPYTER_PATH} \
-	$(VENV)/bin/voila notebooks/$(PAGE).ipynb --no-browser --Voila.ip=127.0.0.1 --template=asyncps \
-		--VoilaConfiguration.extension_denylist="['@jupyter/nbgrader', '@jupyter-notebook/lab-extension']" \
+	JUPYTER_CONFIG_PATH=$(CURDIR)/etc/jupyter$${JUPYTER_CONFIG_PATH:+:$$JUPYTER_CONFIG_PATH} \
+	$(VENV)/bin/voila notebooks/$(PAGE).ipynb --no-browser --Voila.ip=127.0.0.1 \
 		--MappingKernelManager.cull_idle_timeout=120 --MappingKernelManager.cull_interval=30 \
 		--token=$$($(PY) -c "import secrets; print(secrets.token_hex(16))")
 

@@ -120,11 +120,12 @@ def notebook7(root, work, notebook):
 
 REPO = Path(__file__).resolve().parents[2]
 VOILA_TEMPLATES = REPO / "share" / "jupyter"        # share/jupyter/voila/templates/asyncps, as `make demo`
+VOILA_CONFIG = REPO / "etc" / "jupyter"             # voila.json: the template, the extensions left out
 
 
 def voila_env(env):
-    """`env` with the repository's Voila template found first (what `make demo` sets), its Font
-    Awesome copy fetched once (scripts/vendor.py, as `make demo` does)."""
+    """`env` with the repository's Voila settings and template found first (what `make demo` sets),
+    its Font Awesome copy fetched once (scripts/vendor.py, as `make demo` does)."""
     sys.path.insert(0, str(REPO / "scripts"))
     try:
         import vendor
@@ -133,15 +134,15 @@ def voila_env(env):
     icons = VOILA_TEMPLATES / "voila" / "templates" / "asyncps" / "static" / "fontawesome"
     if not (icons / "css" / "all.min.css").exists():
         vendor.install("fontawesome", icons)
-    paths = [str(VOILA_TEMPLATES)] + ([env["JUPYTER_PATH"]] if env.get("JUPYTER_PATH") else [])
-    return dict(env, JUPYTER_PATH=os.pathsep.join(paths))
+    first = {"JUPYTER_PATH": VOILA_TEMPLATES, "JUPYTER_CONFIG_PATH": VOILA_CONFIG}
+    return dict(env, **{name: os.pathsep.join([str(path)] + ([env[name]] if env.get(name) else []))
+                        for name, path in first.items()})
 
 
 def voila(root, work, notebook):
     """Voila serving `notebook` as `make demo` does (its template included)."""
     cmd = [sys.executable, "-m", "voila", str(Path(root) / notebook), "--no-browser", "--port={port}",
-           "--Voila.ip=127.0.0.1", "--token={token}", "--Voila.port_retries=0", "--template=asyncps",
-           "--VoilaConfiguration.extension_denylist=['@jupyter/nbgrader', '@jupyter-notebook/lab-extension']"]
+           "--Voila.ip=127.0.0.1", "--token={token}", "--Voila.port_retries=0"]
     server = Server.__new__(Server)
     server.port, server.token = free_port(), secrets.token_hex(16)
     cmd = [c.format(port=server.port, token=server.token) for c in cmd]
