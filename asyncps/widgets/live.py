@@ -39,6 +39,7 @@ BUSY = 0.1            # drawing takes at most this share of the time: a costly p
                       # less often, and the workers keep >= 90 % of their time (issue 17)
 COLUMN, GAP = 356, 8  # the controls: two columns, each at least this wide (px)
 SLOW_FORMAT = ".3f"   # seconds per gradient, to the millisecond (the slider's step)
+SLOW_TITLE = "slowdown: extra seconds per gradient"
 
 
 def slow_top(seconds):
@@ -96,7 +97,7 @@ class LiveView(widgets.VBox):
         column = max(COLUMN, (self.width - GAP) // 2)
         style, wide = {"description_width": "130px"}, lambda: widgets.Layout(width=f"{column}px")
         slow = [widgets.FloatSlider(value=s, min=0.0, max=slow_top(s), step=0.001,
-                                    readout_format=SLOW_FORMAT, description=f"{self._names[k]} slowdown",
+                                    readout_format=SLOW_FORMAT, description=self._names[k],
                                     continuous_update=False, tooltip="extra seconds per gradient",
                                     style=style, layout=wide())
                 for k, s in enumerate(state["slowdown"])]
@@ -135,7 +136,8 @@ class LiveView(widgets.VBox):
         column = lambda: widgets.Layout(flex="0 0 auto")                    # noqa: E731
         buttons = widgets.HBox([c["pause"], c["stop"], c["worker"], c["kill"]],
                                layout=widgets.Layout(flex_flow="row wrap"))
-        return widgets.HBox([widgets.VBox(c["slowdown"], layout=column()),
+        title = widgets.HTML(SLOW_TITLE)                 # the sliders are named as the lanes
+        return widgets.HBox([widgets.VBox([title, *c["slowdown"]], layout=column()),
                              widgets.VBox([c["lr"], buttons], layout=column())],
                             layout=widgets.Layout(flex_flow="row wrap"))
 
@@ -172,7 +174,7 @@ class LiveView(widgets.VBox):
         if names != self._names:                         # a student took a seat (a classroom)
             self._names = names
             for slider, name in zip(c["slowdown"], names):
-                slider.description = f"{name} slowdown"
+                slider.description = name
             victim = c["worker"].value
             c["worker"].options = list(zip(names, range(len(names))))
             c["worker"].value = victim
