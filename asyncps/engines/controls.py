@@ -12,8 +12,8 @@ gradient.
 
 An engine says how its workers learn of a change by overriding the hooks: `_kill` (a real
 SIGKILL), and where the server lives in another process (rpc), `_record`, `_set_lr`, `_stop` and
-`_lift_pause` send the change there instead of applying it here. Given a condition variable as its lock, a
-change wakes every thread waiting on it (`_changed`).
+`_lift_pause` send the change there instead of applying it here. Given a condition variable as
+its lock, a change wakes every thread waiting on it (`_changed`).
 """
 import threading
 

@@ -9,8 +9,9 @@ A live run (`live=True`, engines/live.py): the caller keeps the Controls (below)
 slowdown and the pause are shared memory its process reads after every gradient (as on the
 processes engine), a kill is a SIGKILL of its process, and every change goes to rank 0 on its
 pipe, where the server records and applies it. A pause is set here at once; rank 0 lifts it,
-after recording the resume, so that no push the workers make then comes before it in the trace. Rank 0 sends the trace's new events ten times a
-second; they are added to the caller's server, so `live.state` and the live view read them here.
+after recording the resume, so that no push the workers make then comes before it in the trace.
+Rank 0 sends the trace's new events ten times a second; they are added to the caller's server,
+so `live.state` and the live view read them here.
 """
 import logging
 import time
