@@ -6,14 +6,16 @@
     asyncps train --engine processes --workers 2 --steps 200 --out run.npz
     asyncps grade STUDENT.ipynb --solutions solutions/       (and check, assignments, bench, launch)
     asyncps classroom serve --problem lsq --workers 30 --steps 3000 --out run.npz   (the lecturer)
-    asyncps classroom join tcp://HOST:PORT --token T --name ada --problem lsq       (a student)
+    ASYNCPS_TOKEN='T' asyncps classroom join tcp://HOST:PORT --name ada --problem lsq  (a student)
 
 `simulate` and `train` build the run here (the problem from a few built-ins, the rest a
 RunConfig, checked by RunConfig itself) and write the trace: JSON (`Trace.from_json` reads it
 back), or with `--out NAME.npz` the whole Run (`aps.load_run`). The other subcommands hand the
 rest of the command line, unchanged, to their module's `main(argv, prog)`. `classroom serve`
 opens an asyncps.classroom room on a built-in problem of asyncps.launch, printing the join line
-its students type; `classroom join` is one student's worker.
+its students type (the token in ASYNCPS_TOKEN, not on a command line other users can read), and
+starts the run on Enter or once --start-with students are seated; `classroom join` is one
+student's worker.
 
 A mistake is a usage error in the command line's own terms: the subcommand's usage, then one
 line naming the flag (`--max-clocks-ahead 2`, never the Python keyword `max_clocks_ahead=2`; an
@@ -26,6 +28,7 @@ import difflib
 import importlib
 import json
 import math
+import os
 import re
 import shlex
 import sys
@@ -556,6 +559,8 @@ CLASSROOM_FIELDS = ("workers", "policy", "max_clocks_ahead", "wait_for", "lr", "
 ROOM_PROBLEM_HINTS = {"least-squares": "did you mean 'lsq'?", "least_squares": "did you mean 'lsq'?",
                       "leastsquares": "did you mean 'lsq'?"}
 WILDCARDS = ("0.0.0.0", "*", "::", "[::]")
+TOKEN_VARIABLE = "ASYNCPS_TOKEN"        # where `classroom join` reads the token (a command line is public)
+TICK = 0.2                              # seconds between two looks at the room, the seats and Enter
 
 
 def _positive(text):
@@ -589,14 +594,67 @@ def _address(text):
     return address
 
 
-def _token(text):
-    """The room's token: its secret, and for an encrypted room "~" and the room's public key (a
-    Curve25519 key in Z85: 40 characters), as the join line shows it."""
-    secret, separator, key = text.partition("~")
-    if not secret or (separator and len(key) != 40):
-        raise argparse.ArgumentTypeError(f"{text!r} is not allowed: it is cut short; copy the whole "
-                                         f"token from the join line the room printed")
-    return text
+def _join_token(args, parser, prog):
+    """(the token, where it came from): from ASYNCPS_TOKEN, --token-file's first line or --token,
+    exactly one of them, its form checked (wire.parse_token) before anything is sent; a usage
+    error otherwise. --token says once that a command line is not a secret."""
+    from .classroom import wire
+
+    sources = []
+    if os.environ.get(TOKEN_VARIABLE, "").strip():
+        sources.append((TOKEN_VARIABLE, os.environ[TOKEN_VARIABLE].strip()))
+    if args.token_file is not None:
+        sources.append((f"--token-file {args.token_file}", None))     # read once it is the one
+    if args.token is not None:
+        sources.append(("--token", args.token))
+    if not sources:
+        parser.error(f"give the room's token: {TOKEN_VARIABLE}=TOKEN {prog} join ..., as the "
+                     f"lecturer's join line shows it (or --token-file PATH: a file whose first line "
+                     f"is the token)")
+    if len(sources) > 1:
+        named = " and ".join(name.split(" ")[0] for name, _ in sources)
+        unset = (f" (unset {TOKEN_VARIABLE} to use {sources[1][0].split(' ')[0]})"
+                 if sources[0][0] == TOKEN_VARIABLE else "")
+        parser.error(f"the token is given twice ({named}): give it one way, in {TOKEN_VARIABLE} or "
+                     f"with --token-file PATH{unset}")
+    source, token = sources[0]
+    if token is None:
+        token = _read_token(parser, args.token_file)
+    try:
+        wire.parse_token(token)
+    except ValueError as err:
+        parser.error(f"{'argument --token' if source == '--token' else source}: {err}")
+    if source == "--token":
+        print(f"{prog} join: warning: a token on the command line can be read by other users of "
+              f"this machine (ps); give it in the environment instead: {TOKEN_VARIABLE}=TOKEN "
+              f"{prog} join ...", file=sys.stderr, flush=True)
+    return token, source
+
+
+def _read_token(parser, path):
+    """The first line of the file `path`, stripped; a usage error where there is none."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            line = f.readline(1024).strip()
+    except (OSError, UnicodeDecodeError) as err:
+        parser.error(f"argument --token-file: cannot read {path}: "
+                     f"{getattr(err, 'strerror', None) or err}")
+    if not line:
+        parser.error(f"argument --token-file: {path} has no token on its first line; the room's "
+                     f"serve --token-file writes one")
+    return line
+
+
+def _write_token(path, token):
+    """The token in the file `path`, readable and writable by its owner only (mode 0600, also
+    when the file was there before), never through a symbolic link."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    try:
+        if hasattr(os, "fchmod"):
+            os.fchmod(fd, 0o600)
+        os.write(fd, (token + "\n").encode())
+    finally:
+        os.close(fd)
 
 
 def _student_name(text):
@@ -610,6 +668,7 @@ def _classroom_parser(prog):
     """`asyncps classroom`: its two commands, each parser with `.options` (for an unknown flag's
     closest) and `.flags` (RunConfig field: its flag, for a message in flags)."""
     from . import launch
+    from .classroom.room import MAX_RATE, SILENT_AFTER
 
     parser = argparse.ArgumentParser(
         prog=prog, formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -617,7 +676,7 @@ def _classroom_parser(prog):
                     "the network);\neach student's machine joins it as one worker "
                     "(docs/classroom.md).",
         epilog=f"start with:\n  {prog} serve --problem lsq --workers 3 --steps 1000 --out run.npz\n"
-               f"  (it prints the join line the students type)\n"
+               f"  (it prints the join line the students type; Enter starts the run)\n"
                f"`{prog} COMMAND --help` lists a command's options.")
     sub = parser.add_subparsers(dest="action", metavar="COMMAND", title="commands (each has --help)")
     problem = dict(type=_choice(launch.PROBLEMS, ROOM_PROBLEM_HINTS), choices=launch.PROBLEMS,
@@ -626,8 +685,11 @@ def _classroom_parser(prog):
 
     serve = sub.add_parser("serve", help="open a room and run it until its versions are made (Ctrl-C "
                            "ends it early, still saving)", usage="%(prog)s --problem NAME [options]",
-                           description="Open a room: print the join line the students type, then a "
-                           "progress line every few seconds; at the end save the run (--out).")
+                           allow_abbrev=False,      # `--token x`, join's flag, is no --token-file x
+                           description="Open a room: print the join line the students type and who "
+                           "is seated as they join; start the run when you press Enter (or once "
+                           "--start-with students are seated), then print a progress line every few "
+                           "seconds; at the end save the run (--out).")
     from .core.config import RunConfig
     defaults = {f.name: f.default for f in fields(RunConfig)}
     added, serve.flags = [], {}
@@ -651,28 +713,41 @@ def _classroom_parser(prog):
         room.add_argument("--host", default="127.0.0.1", help="the address to listen on (default: "
                           "127.0.0.1, this machine only; 0.0.0.0: every network, with a warning)"),
         room.add_argument("--port", type=_port, default=0, help="the TCP port (default: 0, any free one)"),
-        room.add_argument("--silent-after", type=_positive, default=30.0, metavar="SECONDS",
-                          help="a student silent this long is lost (default: 30)"),
-        room.add_argument("--max-rate", type=_positive, default=500.0, metavar="PER_SECOND",
-                          help="messages a second a student may send (default: 500)"),
+        room.add_argument("--start-with", type=_count, metavar="N",
+                          help="start the run once N students are seated (default: when you press "
+                               "Enter)"),
+        room.add_argument("--token-file", type=Path, metavar="PATH",
+                          help="also write the room's token to PATH, readable by you only (mode "
+                               "0600); a student may join with --token-file"),
+        room.add_argument("--silent-after", type=_positive, default=SILENT_AFTER, metavar="SECONDS",
+                          help=f"a student silent this long is lost (default: {SILENT_AFTER:g})"),
+        room.add_argument("--max-rate", type=_positive, default=MAX_RATE, metavar="PER_SECOND",
+                          help=f"messages a second a student may send (default: {MAX_RATE:g})"),
         room.add_argument("--progress-every", type=_positive, default=5.0, metavar="SECONDS",
                           help="seconds between two progress lines (default: 5)"),
         room.add_argument("--out", type=Path, metavar="RUN.npz",
                           help="save the whole Run (aps.load_run) when the name ends in .npz, "
                                "else the trace (JSON, Trace.from_json)")]
     serve.flags.update(problem="--problem", host="--host", port="--port", silent_after="--silent-after",
-                       max_rate="--max-rate")
+                       max_rate="--max-rate", start_with="--start-with")
     serve.options = [s for action in added for s in action.option_strings]
 
     join = sub.add_parser("join", help="join a room as one worker, until it has made its versions",
-                          usage="%(prog)s ADDRESS --token TOKEN --name NAME --problem NAME [options]",
+                          usage=f"{TOKEN_VARIABLE}=TOKEN %(prog)s ADDRESS --name NAME --problem NAME "
+                                f"[options]",
                           description="Join the room at ADDRESS as a worker: type the join line the "
-                          "lecturer's room printed, with your name.")
+                          f"lecturer's room printed, with your name. The token: in the environment "
+                          f"variable {TOKEN_VARIABLE} (as the join line gives it), or the first line "
+                          f"of a file (--token-file).")
     added = [
         join.add_argument("address", type=_address, metavar="ADDRESS",
                           help="the room's address, e.g. tcp://10.0.0.5:5555"),
-        join.add_argument("--token", type=_token, required=True,
-                          help="the room's token (the lecturer's join line)"),
+        join.add_argument("--token-file", type=Path, metavar="PATH",
+                          help=f"read the room's token from the first line of PATH (instead of "
+                               f"{TOKEN_VARIABLE})"),
+        join.add_argument("--token", metavar="TOKEN",
+                          help=f"the room's token on the command line: other users of this machine "
+                               f"can read it (ps); prefer {TOKEN_VARIABLE}"),
         join.add_argument("--name", type=_student_name, required=True,
                           help="your name, as the room shows it (1 to 40 characters)"),
         join.add_argument("--problem", **problem),
@@ -682,7 +757,7 @@ def _classroom_parser(prog):
                           help="extra seconds per gradient: play a straggler (default: 0)"),
         join.add_argument("--timeout", type=_positive, default=30.0, metavar="SECONDS",
                           help="seconds without an answer before the room counts as lost (default: 30)")]
-    join.flags = {"address": "ADDRESS", "token": "--token", "name": "--name", "problem": "--problem"}
+    join.flags = {"address": "ADDRESS", "name": "--name", "problem": "--problem"}
     join.options = [s for action in added for s in action.option_strings]
     for name, p in (("serve", serve), ("join", join)):
         p.set_defaults(subparser=p, run=_serve_room if name == "serve" else _join_room)
@@ -764,7 +839,8 @@ def _progress(room):
 
 
 def _serve_room(args, parser, prog):
-    """`asyncps classroom serve`: open the room, print its join line and its progress, save it."""
+    """`asyncps classroom serve`: open the room, print its join line and who is seated, start the
+    run on Enter (or --start-with), print its progress, save it."""
     import warnings
 
     from . import classroom, launch
@@ -772,35 +848,53 @@ def _serve_room(args, parser, prog):
     given = {name: getattr(args, name) for name in CLASSROOM_FIELDS if hasattr(args, name)}
     if args.out is not None:
         _writable(parser, "argument --out", args.out, "run.npz")
+    if args.token_file is not None:
+        _writable(parser, "argument --token-file", args.token_file, "token.txt")
     seed = given.get("seed", 0)
     problem = launch.make_problem(args.problem, seed)
     try:
         with warnings.catch_warnings(record=True) as warned:
             warnings.simplefilter("always")
             room = classroom.serve(problem, host=args.host, port=args.port, silent_after=args.silent_after,
-                                   max_rate=args.max_rate, **given)
-    except (ValueError, TypeError) as err:              # RunConfig refused a value
+                                   max_rate=args.max_rate, start_with=args.start_with, **given)
+    except (ValueError, TypeError) as err:              # RunConfig (or the room) refused a value
         _fail(parser, err, parser.flags)
-    except Exception as err:                            # zmq.ZMQError: the host or port
-        if type(err).__module__.split(".")[0] != "zmq":
-            raise
-        where = f"{args.host}:{args.port}"
-        if "in use" in str(err):
-            parser.error(f"argument --port: {where} is in use ({err}); give another port, or --port 0 "
-                         f"for any free one")
-        parser.error(f"argument --host: cannot listen on {where}: {err}")
+    except OSError as err:                              # a port taken, a host not of this machine
+        print(f"{prog} serve: error: {in_flags(str(err), parser.flags)}", file=sys.stderr, flush=True)
+        return 1
+    enter = None
+    if args.start_with is None:
+        if not _interactive(sys.stdin):
+            room.stop()
+            parser.error("the run starts when you press Enter, but stdin is not a terminal (or is "
+                         "closed, or this is a background job): give --start-with N to start once N "
+                         "students are seated")
+        enter = _EnterKey(sys.stdin)
     for warning in warned:                              # a host beyond this machine: said, once
         print(f"{prog} serve: warning: {warning.message}", file=sys.stderr, flush=True)
+    if args.token_file is not None:
+        try:
+            _write_token(args.token_file, room.token)
+        except OSError as err:
+            room.stop()
+            parser.error(f"argument --token-file: cannot write {args.token_file}: "
+                         f"{err.strerror or err}")
     port = room.address.rsplit(":", 1)[1]
-    token = shlex.quote(room.token)                     # quoted for a shell: $, #, ( ... stay as typed
-    join_line = (f"asyncps classroom join {_reachable(args.host, port)} "
-                 + (f"--token={token}" if room.token.startswith("-") else f"--token {token}")
-                 + f" --name NAME --problem {args.problem} --seed {seed}")
+    join_line = (f"{TOKEN_VARIABLE}={shlex.quote(room.token)} asyncps classroom join "
+                 f"{_reachable(args.host, port)} --name NAME --problem {args.problem} --seed {seed}")
     print(f"{prog} serve: room open at {room.address} ({problem.name}, {room.config.workers} seats, "
-          f"{room.config.policy.name}, {room.config.steps} versions), token {room.token}; each "
-          f"student types: {join_line}", flush=True)
+          f"{room.config.policy.name}, {room.config.steps} versions); each student types: "
+          f"{join_line}", flush=True)
+    if args.token_file is not None:
+        print(f"{prog} serve: the token is also in {args.token_file} (readable by you only); a "
+              f"student with a copy joins with --token-file FILE instead of {TOKEN_VARIABLE}",
+              flush=True)
+    print(f"{prog} serve: " + (f"the run starts once {args.start_with} students are seated"
+                               if enter is None else "press Enter to start the run with the "
+                                                     "students seated then"), flush=True)
     import signal
     import threading
+    import time
 
     why = ["Ctrl-C"]
 
@@ -810,14 +904,37 @@ def _serve_room(args, parser, prog):
 
     main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, terminated) if main_thread else None
-    stopped, said = "", None
+    stopped, said, seen, shown_at = "", None, {"seats": {}, "started": False}, -math.inf
+
+    def look():                                         # who took or freed a seat; the start
+        seen["seats"] = _say_seats(room, seen["seats"], prog)
+        if room.started and not seen["started"]:
+            seen["started"] = True
+            names = [name for _, name in sorted(seen["seats"].items())]
+            print(f"{prog} serve: the run starts with {len(names)} students: {', '.join(names)}",
+                  flush=True)
+
     try:
         while True:
             try:
-                run = room.result(timeout=args.progress_every)
+                run = room.result(timeout=TICK)
+                look()                                  # what happened in the last moments
                 break
             except TimeoutError:
-                line = _progress(room)
+                pass
+            look()
+            if not room.started and enter is not None:
+                pressed = enter.poll()
+                if pressed == "enter":
+                    _start(room, prog)
+                elif pressed == "closed":
+                    room.stop()
+                    print(f"{prog} serve: error: stdin closed before Enter was pressed: the room is "
+                          f"closed without a run (--start-with N starts without Enter)",
+                          file=sys.stderr, flush=True)
+                    return 1
+            if seen["started"] and time.monotonic() - shown_at >= args.progress_every:
+                shown_at, line = time.monotonic(), _progress(room)
                 if line and line != said:               # a line when something changed
                     print(f"{prog} serve: {line}", flush=True)
                     said = line
@@ -858,34 +975,122 @@ def _serve_room(args, parser, prog):
     return 0
 
 
+def _interactive(stream):
+    """Whether `stream` is a terminal this process may read from: open, a TTY, and (where the
+    system says) not a background job's, which a read would stop (SIGTTIN)."""
+    try:
+        if stream is None or stream.closed or not stream.isatty():
+            return False
+        fd = stream.fileno()
+    except (ValueError, OSError, AttributeError):
+        return False
+    try:
+        return os.tcgetpgrp(fd) == os.getpgrp()
+    except (OSError, AttributeError):                   # not this process's controlling terminal
+        return True
+
+
+class _EnterKey:
+    """The lecturer's Enter, read from stdin by a thread: poll() is "enter" once per line, "closed"
+    at the end of the input, None while nothing was typed. Read from the file descriptor, not
+    sys.stdin, so that no lock of sys.stdin is held when the interpreter exits."""
+
+    def __init__(self, stream):
+        import queue
+        import threading
+
+        self._fd, self._said = stream.fileno(), queue.SimpleQueue()
+        threading.Thread(target=self._read, name="asyncps-enter-key", daemon=True).start()
+
+    def _read(self):
+        while True:
+            try:
+                data = os.read(self._fd, 1024)
+            except OSError:
+                data = b""
+            if not data:
+                self._said.put("closed")
+                return
+            for _ in range(data.count(b"\n") + data.count(b"\r") - data.count(b"\r\n")):
+                self._said.put("enter")
+
+    def poll(self):
+        import queue
+
+        try:
+            return self._said.get_nowait()
+        except queue.Empty:
+            return None
+
+
+def _start(room, prog):
+    """Enter: start the run with the students seated now, or say why it cannot start yet."""
+    try:
+        room.start()
+    except RuntimeError as err:
+        text = str(err).removeprefix("room.start(): ")
+        if not room.seats:
+            text = "nobody is seated yet"
+        text = in_flags(text, {"policy": "--policy", "wait_for": "--wait-for"})
+        print(f"{prog} serve: the run cannot start yet: {text}; press Enter again once students "
+              f"have joined", flush=True)
+
+
+def _say_seats(room, before, prog):
+    """{seat: name} now; a line for each student who took a seat or left one since `before`."""
+    for _ in range(5):
+        try:
+            now = {k: seat["name"] for k, seat in dict(room.seats).items()}
+            break
+        except RuntimeError:                            # the seats changed under the read
+            continue
+    else:
+        return before
+    workers = room.config.workers
+    for k in sorted(set(before) | set(now)):
+        if before.get(k) is not None and before.get(k) != now.get(k):
+            state = _room_state(room) or {"students": []}
+            why = [row.get("why") for row in state["students"]
+                   if row["worker"] == k and row["name"] == before[k] and row.get("why")]
+            print(f"{prog} serve: seat {k} is free: {why[-1] if why else before[k] + ' left'} "
+                  f"({len(now)} of {workers} seated)", flush=True)
+        if now.get(k) is not None and before.get(k) != now.get(k):
+            print(f"{prog} serve: {now[k]} took seat {k} ({len(now)} of {workers} seated)", flush=True)
+    return now
+
+
 def _join_room(args, parser, prog):
     """`asyncps classroom join`: this machine is one worker of the room until it is done."""
     from . import classroom, launch
 
+    token, source = _join_token(args, parser, prog)
     problem = launch.make_problem(args.problem, args.seed)
     print(f"{prog} join: joining {args.address} as {args.name} ({args.problem}, seed {args.seed})",
           flush=True)
     try:
-        contribution = classroom.join(args.address, args.token, args.name, problem,
-                                      timeout=args.timeout, slowdown=args.slowdown)
+        contribution = classroom.join(args.address, token, args.name, problem,
+                                      timeout=args.timeout, slowdown=args.slowdown, progress=True)
     except classroom.RoomLost as err:
         if str(err) == "never joined":                  # Ctrl-C before the room answered
             print(f"{prog} join: error: interrupted before the room answered", file=sys.stderr)
             return 130
+        print(flush=True)                               # the progress line ends first
         print(f"{prog} join: error: the room at {args.address} is lost: {err}", file=sys.stderr)
         return 1
     except RuntimeError as err:                         # refused: token, full, problem, name
         text, hint = str(err), ""
         if "token" in text:
-            hint = "; check --token against the lecturer's join line"
+            hint = f" (the token came from {source})"
         elif "this room trains" in text:
             hint = "; give the --problem and --seed of the lecturer's join line"
+        if not isinstance(err, classroom.Refused):      # refused once seated: the progress line ends
+            print(flush=True)
         print(f"{prog} join: error: {text}{hint}", file=sys.stderr)
         return 1
     except Exception as err:                            # zmq.ZMQError: an address it cannot use
         if type(err).__module__.split(".")[0] != "zmq":
             raise
-        parser.error(f"cannot join {args.address} with this --token: {err}")
+        parser.error(f"cannot join {args.address}: {err}")
     print(f"{prog} join: {contribution}", flush=True)
     if contribution.stopped == "the room made its versions":
         return 0

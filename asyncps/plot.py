@@ -73,34 +73,39 @@ def staleness(run, ax=None):
 def timeline(trace_or_run, ax=None, until=None):
     """One row per worker (compute bars, waits in grey, pushes marked, stale ones in red with
     their staleness, dropped gradients (ksync) as a grey ×) under the server's row (v0, v1, … as
-    they were made), up to time `until`."""
+    they were made), up to time `until`. A classroom run has a row per seat taken, named by its
+    student, as the Timeline widget draws it."""
     trace = as_trace(trace_or_run, "trace_or_run")
     if until is not None and (isinstance(until, bool) or not isinstance(until, Real)
                               or not until >= 0):
         raise ValueError(f"until={until!r} is not allowed: until must be None or a time >= 0")
     end = trace.duration if until is None else float(until)
-    n = trace.workers
+    from .widgets.render_timeline import lane_name, lanes   # the widget's rows: one rule
+    drawn = lanes(trace)
+    n, row = len(drawn), {w: k + 1 for k, w in enumerate(drawn)}     # worker -> its row
     ax = _axes(ax, (10, 1.2 + 0.45 * (n + 1)))
     _server_row(ax, trace, end)
-    bars = {(w, kind): [] for w in range(n) for kind in ("compute", "wait")}
+    bars = {(w, kind): [] for w in drawn for kind in ("compute", "wait")}
     marks = {"fresh": ([], []), "stale": ([], []), "lost": ([], []), "dropped": ([], [])}
     stale_labels, compute_labels = [], []
     for e in trace.events:
+        if e.worker not in row:                          # a seat no student took (or none)
+            continue
         if e.kind in ("compute", "wait") and e.start <= end:
             bars[e.worker, e.kind].append((e.start, min(e.end, end) - e.start))
             if e.kind == "compute":
-                compute_labels.append((e.start, min(e.end, end), e.worker + 1, e.computed_on))
+                compute_labels.append((e.start, min(e.end, end), row[e.worker], e.computed_on))
         elif e.kind == "drop" and e.time <= end:          # where its push would be: a ×
             marks["dropped"][0].append(e.time)
-            marks["dropped"][1].append(e.worker + 1)
+            marks["dropped"][1].append(row[e.worker])
         elif e.kind in ("push", "lost") and e.time <= end:
             kind = "lost" if e.kind == "lost" else "stale" if e.staleness > 0 else "fresh"
             marks[kind][0].append(e.time)
-            marks[kind][1].append(e.worker + 1)
+            marks[kind][1].append(row[e.worker])
             if kind == "stale":
-                stale_labels.append((e.time, e.worker + 1, e.staleness))
+                stale_labels.append((e.time, row[e.worker], e.staleness))
     for (w, kind), spans in bars.items():
-        ax.broken_barh(spans, (w + 1 - 0.35, 0.7), facecolor=COLORS[kind],
+        ax.broken_barh(spans, (row[w] - 0.35, 0.7), facecolor=COLORS[kind],
                        alpha=0.7 if kind == "wait" else 1.0, edgecolor="white", linewidth=0.8)
     if len(compute_labels) <= 120:                     # each bar says the version it computed on
         for start, stop, y, v in compute_labels:
@@ -119,7 +124,7 @@ def timeline(trace_or_run, ax=None, until=None):
         for t, y, s in stale_labels:
             ax.annotate(f"{s}", (t, y - 0.42), xytext=(3, 2), textcoords="offset points",
                         fontsize=7, color=COLORS["stale"])
-    ax.set_yticks(range(n + 1), ["server"] + [f"worker {k}" for k in range(n)])
+    ax.set_yticks(range(n + 1), ["server"] + [lane_name(trace, k) for k in drawn])
     ax.set_ylim(n + 0.6, -0.6)
     ax.set_xlim(0, max(end, 1e-9) * 1.02)
     ax.set_xlabel(_time_label(trace))

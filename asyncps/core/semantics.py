@@ -146,6 +146,26 @@ class Semantics:
         self.clocks[worker] = None
         self.lost.add(worker)
 
+    def vacate(self, worker):
+        """An empty seat (a classroom seat nobody took when the run started): no clock and no
+        place in a round until `occupy`. Not an event: nobody was there to be lost."""
+        if worker in self.lost:
+            return
+        self.clocks[worker] = None
+        self.lost.add(worker)
+        if self.policy.averages and self.policy.wait_for is None:
+            self.round_size -= 1              # sync: the round is every seated worker
+
+    def occupy(self, worker):
+        """A worker takes an empty seat of a running run (a late student): its clock starts at the
+        slowest live clock, level with the class."""
+        if worker not in self.lost:
+            return
+        self.clocks[worker] = self.slowest
+        self.lost.discard(worker)
+        if self.policy.averages and self.policy.wait_for is None:
+            self.round_size += 1
+
     # -- what the full server (server.py) adds --------------------------------------------
     def record(self, event):
         return event

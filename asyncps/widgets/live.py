@@ -12,11 +12,12 @@ waits for it. When the run ends it draws once more (how it ended, a failed run's
 stops, and the controls are disabled.
 
 The controls call the LiveRun's own methods: each worker's slowdown (`live.slow`), the lr
-(`live.set_lr`), pause/resume, stop and kill worker k. They name the workers as the lanes do: in
-a classroom, by the student who took the seat. What a control cannot do (too late: the run
-has ended) is said in the message line, not raised into the notebook. They also follow the run:
-`live.pause()` or `live.set_lr(0.01)` called from code moves the toggle or the slider at the next
-tick, and that move calls nothing (the change is already made, and recorded once).
+(`live.set_lr`), pause/resume, stop and kill worker k. They show and name the workers as the lanes
+do: in a classroom, only the seats students took, each by its student (followed as they join).
+What a control cannot do (too late: the run has ended) is said in the message line, not raised
+into the notebook. They also follow the run: `live.pause()` or `live.set_lr(0.01)` called from
+code moves the toggle or the slider at the next tick, and that move calls nothing (the change is
+already made, and recorded once).
 """
 import math
 import threading
@@ -32,7 +33,7 @@ from .picture import img_html
 from .summary import text_style
 from .svg import INKS, TEXT
 from .playground import LR_STEP, moved      # a browser's rounding of lr is no change
-from .render_timeline import lane_name
+from .render_timeline import lane_name, lanes
 
 MAX_FPS = 10
 BUSY = 0.1            # drawing takes at most this share of the time: a costly picture is drawn
@@ -83,7 +84,7 @@ class LiveView(widgets.VBox):
         self._tally, self._drawn = rl.StalenessTally(), None
         state = live.state
         self._known = following(state)                  # what the controls follow (_follow)
-        self._names = self._seats(len(state["slowdown"]))  # as the lanes name the workers
+        self._lanes, self._names = self._seats(len(state["slowdown"]))  # as the lanes show them
         self.picture, self.message = widgets.HTML(), widgets.HTML()
         self.controls = self._make_controls(state)
         super().__init__([self._layout(), self.picture, self.message])
@@ -119,13 +120,14 @@ class LiveView(widgets.VBox):
         stop = widgets.Button(description="stop", icon="stop", layout=button(),  # "warning": 2.7:1
                               tooltip="end the run: every worker stops at its next step")
         stop.on_click(lambda _: self._do(self.live.stop))
-        victim = widgets.Dropdown(options=list(zip(self._names, range(len(slow)))), value=0,
+        victim = widgets.Dropdown(options=self._victims(), value=(self._lanes or [None])[0],
                                   tooltip="the worker that kill stops",
                                   layout=widgets.Layout(width="104px"))
         kill = widgets.Button(description="kill", icon="times", button_style="danger",
                               tooltip="the chosen worker stops for good, as if its process died",
                               layout=button())
-        kill.on_click(lambda _: self._do(self.live.kill, victim.value))
+        kill.on_click(lambda _: self._say("no student has taken a seat yet: nobody to kill", error=True)
+                      if victim.value is None else self._do(self.live.kill, victim.value))
         return {"slowdown": slow, "lr": lr, "pause": pause, "stop": stop, "worker": victim,
                 "kill": kill}
 
@@ -137,13 +139,22 @@ class LiveView(widgets.VBox):
         buttons = widgets.HBox([c["pause"], c["stop"], c["worker"], c["kill"]],
                                layout=widgets.Layout(flex_flow="row wrap"))
         title = widgets.HTML(SLOW_TITLE)                 # the sliders are named as the lanes
-        return widgets.HBox([widgets.VBox([title, *c["slowdown"]], layout=column()),
+        self._sliders = widgets.VBox([title, *(c["slowdown"][k] for k in self._lanes)],
+                                     layout=column())    # only the lanes drawn (_seats)
+        return widgets.HBox([self._sliders,
                              widgets.VBox([c["lr"], buttons], layout=column())],
                             layout=widgets.Layout(flex_flow="row wrap"))
 
     def _seats(self, workers):
-        """Each worker's name as its lane shows it: "worker k", or in a classroom its student's."""
-        return [lane_name(self.live.trace, k) for k in range(workers)]
+        """The workers the picture draws a lane for (every one; in a classroom the seats taken, in
+        seat order) and each worker's name as its lane shows it: "worker k", or its student's."""
+        trace = self.live.trace
+        return ([k for k in lanes(trace) if k < workers],
+                [lane_name(trace, k) for k in range(workers)])
+
+    def _victims(self):
+        """The kill dropdown's options: (name, worker) of each lane drawn."""
+        return [(self._names[k], k) for k in self._lanes]
 
     def _by_hand(self):
         """Whether a control was moved by someone (not by the view following the run's state)."""
@@ -170,14 +181,15 @@ class LiveView(widgets.VBox):
                 low, high = min(low, lr.min), max(high, lr.max)
                 lr.min, lr.max, lr.readout_format = low, high, lr_format(low)
             lr.value = state["lr"]
-        names = self._seats(len(c["slowdown"]))
-        if names != self._names:                         # a student took a seat (a classroom)
-            self._names = names
+        shown, names = self._seats(len(c["slowdown"]))
+        if (shown, names) != (self._lanes, self._names):  # a student took a seat (a classroom)
+            self._lanes, self._names = shown, names
             for slider, name in zip(c["slowdown"], names):
                 slider.description = name
+            self._sliders.children = [self._sliders.children[0], *(c["slowdown"][k] for k in shown)]
             victim = c["worker"].value
-            c["worker"].options = list(zip(names, range(len(names))))
-            c["worker"].value = victim
+            c["worker"].options = self._victims()
+            c["worker"].value = victim if victim in shown else (shown or [None])[0]
 
     def _do(self, change, *args):
         """Call a LiveRun method; what it refuses goes to the message line."""

@@ -74,15 +74,19 @@ def outcome(run_or_error):
     return "finished"
 
 
-def header(state, ended=None):
-    """One line: "server at v37 · 37 pushes · lr 0.05 · running" (paused; `ended`: outcome())."""
+def header(state, ended=None, trace=None):
+    """One line: "server at v37 · 37 pushes · lr 0.05 · running" (paused; `ended`: outcome()).
+    Lost workers are named as their lanes are in a classroom `trace` ("lost: ada, bo"), else
+    "lost: worker 0, 2"."""
     status = ended or ("paused" if state["paused"] else "running" if state["running"] else "ending")
     lost = state.get("lost") or []
     parts = [f"server at v{state['version']}", f"{state['pushes']} pushes", f"lr {state['lr']:g}"]
     if state.get("loss") is not None:
         parts.append(f"loss {state['loss']:.4g}")
     if lost:
-        parts.append(f"lost: worker {', '.join(str(k) for k in lost)}")
+        parts.append("lost: " + (", ".join(rt.lane_name(trace, k) for k in lost)
+                                 if trace is not None and rt.is_classroom(trace)
+                                 else f"worker {', '.join(str(k) for k in lost)}"))
     return " · ".join(parts + [status])
 
 
@@ -137,7 +141,7 @@ def live_svg(trace, state, window=40, width=720, counts=None, ended=None):
     Timeline of its newest `window` events, the loss and metrics per version, and the staleness
     histogram (`counts`, e.g. a StalenessTally's; by default read from the trace). `state` is a
     LiveRun's state; `ended`: how the run ended (outcome()), None while it runs."""
-    said = header(state, ended)
+    said = header(state, ended, trace)
     top = svg(width, 22, [text(8, 15, said[:120], weight="600", size=12, cls="aps-live-header")],
               "asyncps-live-header", said)
     if trace.events:                                     # events are only ever added

@@ -1,6 +1,7 @@
 """The timeline of a run, frame by frame, as SVG — a pure function of a Trace (no kernel needed).
 
-One lane per worker plus the server's lane. Frame i shows the run up to its
+One lane per worker plus the server's lane (in a classroom run, one per seat a student took:
+`lanes`). Frame i shows the run up to its
 i-th event: compute bars labelled with the version they read, pull and push
 arrows, the server stepping v0 → v1 → …, waits at the barrier, the SSP gate or
 until a round closes (ksync, kasync) greyed out, stale pushes in red, and a
@@ -37,6 +38,8 @@ class TimelineModel:
             raise ValueError("this trace has no events to show (steps=0?): nothing happened yet")
         self.trace, self.events = trace, trace.events
         self.workers = trace.workers
+        self.lanes = lanes(trace)                            # the workers drawn, top to bottom
+        self.row = {w: k + 1 for k, w in enumerate(self.lanes)}   # worker -> its lane (0: server)
         self.policy = trace.meta.get("policy", "async")      # its name, for the title
         self.averages = trace.policy.averages                # sync: pushes gather into rounds
         self.round_size = trace.policy.round_size(self.workers)   # k (ksync, kasync), else every worker
@@ -157,6 +160,20 @@ def round_rule(model):
     return f"the server closes a round on {k} pushes"
 
 
+def is_classroom(trace):
+    """Whether `trace` is a classroom run's (asyncps.classroom): its lanes are the seats taken."""
+    return isinstance(trace.meta, dict) and trace.meta.get("engine") == "classroom"
+
+
+def lanes(trace):
+    """The workers that get a lane, top to bottom: every worker, range(trace.workers); in a
+    classroom run only the seats students took (trace.meta["students"]), in seat order, none
+    before anyone joined. (A live room's dict grows while it is read: list() copies it at once.)"""
+    if not is_classroom(trace):
+        return list(range(trace.workers))
+    return sorted(int(k) for k in list(trace.meta.get("students") or {}) if str(k).isdigit())
+
+
 def lane_name(trace, worker):
     """A worker's lane label: its student's name in a classroom run (cut to fit), else "worker k"."""
     name = trace.meta.get("students", {}).get(str(worker)) if isinstance(trace.meta, dict) else None
@@ -166,7 +183,7 @@ def lane_name(trace, worker):
 
 
 def lane_y(lane):
-    """Top of a lane: 0 is the server, 1.. are the workers."""
+    """Top of a lane: 0 is the server, 1.. are the workers drawn (a model's `row[worker]`)."""
     return TOP + lane * (LANE + GAP)
 
 
@@ -178,15 +195,16 @@ def timeline_svg(model, frame, width=720):
     t0, t1 = model.window(frame)
     plot = width - LEFT - RIGHT
     x = lambda t: LEFT + (min(max(t, t0), t1) - t0) / (t1 - t0) * plot       # noqa: E731
-    height = lane_y(model.workers + 1) + AXIS
+    rows = len(model.lanes)
+    height = lane_y(rows + 1) + AXIS
     body = [rect(0, 0, width, height, BG, rx=0)]
     at = model.version_at(frame)
-    status = f"{model.policy} · {model.workers} workers · server at v{at}"
+    status = f"{model.policy} · {rows} workers · server at v{at}"
     body.append(text(LEFT, 14, status, weight="600", size=12, cls="aps-status"))
     # lanes
     body.append(text(LEFT - 8, lane_y(0) + 17, "server", anchor="end", weight="600"))
-    for w in range(model.workers):
-        y = lane_y(w + 1)
+    for w in model.lanes:
+        y = lane_y(model.row[w])
         body.append(rect(LEFT, y, plot, LANE, COLORS["lane"], rx=0))
         body.append(text(LEFT - 8, y + 17, lane_name(model.trace, w), anchor="end"))
     # the server's versions
@@ -206,9 +224,9 @@ def timeline_svg(model, frame, width=720):
         for j in begun:
             i, e = model.intervals[j]
             end = min(e.end, t_now) if i > frame else e.end
-            if end < t0:
+            if end < t0 or e.worker not in model.row:     # a seat no student took: no lane
                 continue
-            y = lane_y(e.worker + 1) + 3
+            y = lane_y(model.row[e.worker]) + 3
             x0, x1 = x(e.start), x(end)
             current = i == frame
             if e.kind == "compute":                  # still running: a pale bar, outlined
@@ -233,9 +251,9 @@ def timeline_svg(model, frame, width=720):
         labels = []                              # drawn last: a later arrow never crosses a label
         for j in shown:
             i, e = model.points[j]
-            if i > frame:
+            if i > frame or e.worker not in model.row:
                 continue
-            xe, yw = x(e.time), lane_y(e.worker + 1)
+            xe, yw = x(e.time), lane_y(model.row[e.worker])
             current = i == frame
             if e.kind == "pull":
                 body.append(line(xe, lane_y(0) + LANE, xe + 5, yw, COLORS["pull"], 2.5 if current else 1,
@@ -264,9 +282,9 @@ def timeline_svg(model, frame, width=720):
                 body.append(text(xe, yw + 18, "✕", color=INKS["lost"], size=14, anchor="middle"))
         body += labels
     # now, and a time axis
-    body.append(line(x(t_now), TOP - 4, x(t_now), lane_y(model.workers + 1), COLORS["now"], 1,
+    body.append(line(x(t_now), TOP - 4, x(t_now), lane_y(rows + 1), COLORS["now"], 1,
                      dash="3,3"))
-    base = lane_y(model.workers + 1) + 4
+    base = lane_y(rows + 1) + 4
     unit = "time" if model.trace.meta.get("clock") != "wall" else "time (s)"
     body.append(text(LEFT - 8, base + 12, unit, anchor="end", color=MUTED, size=10))
     for tick in time_ticks(t0, t1, plot):

@@ -8,7 +8,8 @@
 # - read the room's run like any other: its trace, its Timeline, its invariants.
 #
 # The lecturer runs the cells below; each student runs one line in their own notebook (printed
-# below). When nobody has joined — reading this alone, or when the notebook is built — stand-in
+# below), and waits in the room — a progress line under their cell — until the lecturer starts
+# the run. When nobody has joined — reading this alone, or when the notebook is built — stand-in
 # students in this kernel take the empty seats, through the network like everyone else.
 # The lecturer's guide, `docs/classroom.md`, has the network side: ports, firewalls, a JupyterHub,
 # encryption, and what to do when the network is bad.
@@ -43,17 +44,19 @@ print(f'  import asyncps as aps\n  problem = aps.problems.LeastSquares(n=2048, d
 # than the others. Whose pushes will be the stalest, and by about how many versions?
 
 # %% [markdown] slide
-# ## Wait for the class, then fill the empty seats
-# `WAIT` seconds for students to join (0 when this notebook is built); every seat still empty
-# then gets a stand-in.
+# ## Wait for the class, fill the empty seats, start
+# The room waits: `WAIT` seconds for students to join (0 when this notebook is built); every seat
+# still empty then gets a stand-in, and `fill` starts the run with `room.start()` once they are
+# seated. With a real class, call `room.start()` yourself when everyone is in (or open the room
+# with `start_with=N`); a student who comes later joins the running async run at its version.
 
 # %% tags=nbval-ignore-output
 WAIT = 0
 deadline = time.monotonic() + WAIT
 while time.monotonic() < deadline and len(room.seats) < SEATS:
     time.sleep(0.5)
-stand_ins = aps.classroom.fill(room, problem, slowdowns=[0.001, 0.001, 0.001, 0.006])
-assert stand_ins.errors == {}
+stand_ins = aps.classroom.fill(room, problem, slowdowns=[0.001, 0.001, 0.001, 0.006])  # then start()
+assert stand_ins.errors == {} and room.started
 room
 
 # %%
@@ -108,15 +111,20 @@ timeline
 #
 # <details><summary>Answers</summary>
 #
-# 1. After `silent_after` seconds without a word the student is lost (a Lost event) and async goes
-#    on with the others; under sync the barrier would wait for that student forever, so the room
-#    stops and names who is missing.
+# 1. The laptop's connection closes; if it is not back within two seconds (ZeroMQ's heartbeats
+#    notice a laptop that vanished without closing it within a few more), the student is lost — a
+#    Lost event with their name — and async goes on with the others. Under sync the barrier would
+#    wait for that student forever, so the room stops and names who is missing. A Wi-Fi blip that
+#    comes back in time keeps the seat: the seat belongs to the student's key, not the connection.
 # 2. A version is the room's own count of updates: a push computed on v and applied to u is
 #    u − v versions stale whatever the clocks say. Times are stamped by the room when a message
 #    arrives, on one clock.
 # 3. At join the room checks the problem's fingerprint (name, number of parameters, dtype, data
-#    size) and refuses another; every push must then have exactly the parameters' shape and dtype
-#    and finite values, or it is refused and counted — and never applied.
+#    size, and the loss at x0) and refuses another; every push must then have exactly the
+#    parameters' shape and dtype, finite values, and a norm within `max_norm_ratio` (100) times
+#    the class's recent pushes, or it is refused and counted — and never applied. A gradient of
+#    the right form computed on the wrong data gets through: the room trusts a seated student to
+#    compute, not to end the run (docs/classroom.md, the threat model).
 # </details>
 #
 # Back to [00 · Start here](00-start-here.ipynb).
