@@ -528,6 +528,7 @@ class Room:
         compute = wire.seconds(header, "compute_seconds")
         grad = wire.array_of(header, payload, self.server.params)
         if self._controls.paused:
+            seat["worked"] = self._clock()                     # held, not idle
             return {"ok": False, "paused": True}, None          # held: the student asks again
         if self.config.policy.averages and k in self.server.round:
             raise wire.Refused("round", "this seat's push already waits in the open round")

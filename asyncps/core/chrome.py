@@ -142,11 +142,17 @@ def _control(e, scale):
 
 
 def _names(trace):
-    """Metadata: the process, the server's thread and one thread per worker, in that order."""
+    """Metadata: the process, the server's thread and one thread per worker, in that order (in a
+    classroom run, one per seat taken, named by its student)."""
     title = "asyncps run" + (f" ({trace.meta['policy']})" if "policy" in trace.meta else "")
     named = [{"name": "process_name", "ph": "M", "ts": 0, "pid": PID, "tid": SERVER,
               "args": {"name": title}}]
-    for tid, label in [(SERVER, "server")] + [(k + 1, f"worker {k}") for k in range(trace.workers)]:
+    students = trace.meta.get("students") if trace.meta.get("engine") == "classroom" else None
+    if isinstance(students, dict):            # a classroom: the seats taken, by their student
+        workers = [(int(k) + 1, str(name)) for k, name in sorted(students.items(), key=lambda s: int(s[0]))]
+    else:
+        workers = [(k + 1, f"worker {k}") for k in range(trace.workers)]
+    for tid, label in [(SERVER, "server")] + workers:
         named.append({"name": "thread_name", "ph": "M", "ts": 0, "pid": PID, "tid": tid,
                       "args": {"name": label}})
         named.append({"name": "thread_sort_index", "ph": "M", "ts": 0, "pid": PID, "tid": tid,
