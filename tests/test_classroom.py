@@ -469,6 +469,14 @@ def test_a_room_on_a_given_port_and_arguments_it_cannot_use_are_said(rooms):
         port = probe.getsockname()[1]
     room = rooms(workers=1, steps=5, port=port)
     assert room.address == f"tcp://127.0.0.1:{port}"
+    with pytest.warns(UserWarning, match=f"port={port}: the room this kernel opened there before is closed"):
+        again = rooms(workers=1, steps=5, port=port)     # the serve cell run again
+    assert again.address == room.address and not room.live.running
+    with sockets.socket() as other:                      # another program on a port: said, not raw
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        with pytest.raises(OSError, match=r"port=\d+ is taken on 127.0.0.1: .*port=0 for any free port"):
+            classroom.serve(LSQ, workers=1, steps=5, port=other.getsockname()[1])
     with pytest.raises(TypeError, match=r"serve\(\) got \['slowdown'\]: a room's workers are"):
         classroom.serve(LSQ, workers=2, slowdown=[0, 1])
     with pytest.raises(TypeError, match="compute_times.*aps.simulate only"):

@@ -1,5 +1,8 @@
 """python -m asyncps.bench [--quick] [--out docs/benchmarks]: every engine against the baselines.
 
+python -m asyncps.bench classroom [...]: the classroom benchmark (bench/classroom.py), and with
+--soak the room under attack (bench/soak.py); their results are kept when this one runs.
+
 Prints ratios measured side by side in one run (asyncps / floor, asyncps / each baseline), and
 writes results.json, README.md (tables and the targets) and plots to --out.
 """
@@ -11,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import baselines, classroom, experiments, scaling
+from . import baselines, classroom, experiments, scaling, soak
 from . import live as live_view
 
 
@@ -108,7 +111,7 @@ def markdown(results):
     lines += digits_markdown(results.get("digits"))
     lines += live_view.markdown(results["live"]) if results.get("live") else []
     lines += scaling.markdown(results.get("processes_scaling", {}))
-    lines += classroom.markdown(results.get("classroom", {}))
+    lines += classroom.markdown(results.get("classroom", {}), results.get("classroom_soak", {}))
     lines += ["", "![throughput](throughput.png) ![scaling](scaling.png)", "", "## Targets", "",
               "| target | achieved | required | met |", "|---|---|---|---|"]
     for t in results["targets"]:
@@ -180,6 +183,9 @@ def plots(results, out):
 
 
 def main(argv=None, prog="python -m asyncps.bench"):
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["classroom"]:                         # python -m asyncps.bench classroom [--soak]
+        return classroom.main(argv[1:])
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, one lr per policy, ~2-3 minutes")
     parser.add_argument("--out", type=Path, default=Path("docs/benchmarks"))
@@ -221,6 +227,7 @@ def main(argv=None, prog="python -m asyncps.bench"):
                             pairs=1 if args.quick else 3)
     results["processes_scaling"] = scaling.kept_with(args.out / "results.json", table)   # others' kept
     results["classroom"] = classroom.kept(args.out / "results.json")   # python -m asyncps.bench.classroom
+    results["classroom_soak"] = soak.kept(args.out / "results.json")   # ... --soak
     results["targets"] = targets(results)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "results.json").write_text(json.dumps(results, indent=1, default=str))

@@ -6,15 +6,18 @@ per second and the lecturer's view cost are reported".
 The room (aps.classroom.serve: one ZeroMQ ROUTER socket served by one thread) is opened in this
 process; the students are `clients` processes of their own (multiprocessing, "spawn"), started
 once and reused room after room: each is told a room's address and token through its pipe, calls
-aps.classroom.join(...) with its own name, and sends back its Contribution. Each room opens paused
-(`room.pause()`) and is resumed once every seat is taken: the run starts when the class is seated,
-so the pushes per second are those of the whole class. Every room makes about `steps` pushes
-(async: `steps` versions; sync: `steps // clients` rounds).
+aps.classroom.join(...) with its own name, and sends back its Contribution (the joins spaced:
+seat_class). Each room waits for its class and is started (`room.start()`) once every seat is
+taken: the run, and its trace's clock, start when the class is seated, so the pushes per second
+are those of the whole class. Every room makes about `steps` pushes (async: `steps` versions;
+sync: `steps // clients` rounds).
 
 In turns, `rounds` times: a room with 1 student, then a room with `clients` students, under each
 policy. Reported side by side (ratios of rooms measured in the same run, never a bare time):
 - pushes per second with 1 student and with all of them, their ratio, and that ratio over the
-  number of students (1.0: the room's single thread scales perfectly);
+  number of students (1.0: the room's single thread scales perfectly), from the run's first pull
+  to its last push (students ask whether the run started every 0.25 s: the first pull comes that
+  long after room.start() at most);
 - the mean and the largest staleness, how many students were lost (must be 0), the invariants;
 - where the CPU went: the room thread's CPU seconds per second of the run (1.0: it is saturated),
   the room's process and the students' processes, against the machine's cores;
@@ -22,10 +25,13 @@ policy. Reported side by side (ratios of rooms measured in the same run, never a
   (render_live.live_svg, called on the room's trace as the LiveView widget calls it), on the
   trace of the largest async room, as a share of one core at 10 refreshes a second.
 
-The room's per-student rate limit (`max_rate`, 500 messages a second by default: a pull and a
-push a gradient, so 250 gradients a second) refuses a student who computes faster than that, and
-that student's join() then raises: the benchmark opens its rooms with a limit far above any
-student's rate (`--max-rate`), since the limit is the room's policy, not its capacity.
+The room's per-student rate limit (`max_rate`, 2,000 messages a second by default: a pull and a
+push a gradient, so 1,000 gradients a second) holds back a student who computes faster than that
+(refused, counted, and the student waits): the benchmark opens its rooms with a limit far above
+any student's rate (`--max-rate`), since the limit is the room's policy, not its capacity.
+
+`--soak` (python -m asyncps.bench.classroom --soak [--seconds 120]): the room under attack
+instead, 30 students and 5 attackers (asyncps/bench/soak.py).
 
 Results are kept per machine in docs/benchmarks/results.json under "classroom" (this machine's
 table replaces its earlier one, others are kept) and shown in docs/benchmarks/README.md.
@@ -90,7 +96,7 @@ def _student(pipe, problem_name):
                 return
             address, token, name = job
             try:
-                c = join(address, token, name, problem, timeout=60.0)
+                c = join(address, token, name, problem, timeout=60.0, progress=False)
                 pipe.send({"name": c.name, "worker": c.worker, "pushes": c.pushes,
                            "mean_staleness": c.mean_staleness, "stopped": c.stopped})
             except Exception as err:                 # noqa: BLE001 - reported, not raised here
@@ -185,6 +191,30 @@ class Students:
         self.close()
 
 
+def seat_class(students, ks, address, token, seated):
+    """Send students `ks` to the room at `address`, then wait until `seated()` (how many took
+    their seat; None: the room is gone) counts them all.
+
+    Spaced: the first JOIN_BURST at once, then one every JOIN_GAP seconds. The door lets one
+    address make HANDSHAKE_RATE handshakes a second after a burst of HANDSHAKE_BURST (door.py),
+    a student makes two (the door's key, then its own), and here every student's address is
+    127.0.0.1: thirty students joining at once were refused there (a refused handshake reads as
+    a wrong token to the student). A class on a network, one address each, needs no spacing."""
+    from ..classroom.door import HANDSHAKE_BURST, HANDSHAKE_RATE
+
+    burst, gap = int(HANDSHAKE_BURST - 10) // 2, 2.5 / HANDSHAKE_RATE   # 8 handshakes a second
+    for i, k in enumerate(ks):
+        if i >= burst:
+            time.sleep(gap)
+        students.send(k, (address, token, f"student-{k:02d}"))
+    deadline = time.monotonic() + SEATED
+    while (n := seated()) is None or n < len(ks):
+        if n is None or time.monotonic() > deadline:
+            raise RuntimeError(f"{n} of {len(ks)} students took their seat within {SEATED:g} s"
+                               + (" (the room is gone)" if n is None else ""))
+        time.sleep(0.01)
+
+
 # -- one room ---------------------------------------------------------------------------------
 def _process_cpu():
     import psutil
@@ -195,24 +225,25 @@ def _process_cpu():
 
 def _instrument(room, switch, profile=False):
     """Measure the room's thread from within: its CPU time (time.thread_time) and the clock at
-    the first message it handles once `switch["on"]` is set, and again at the first message after
+    the first message through the room's boundary (`room._boundary`, where every message that
+    passed the door is handled) once `switch["on"]` is set, and again at the first message after
     which the run is done. `profile`: cProfile the thread over the same span (cProfile profiles
     the thread that enables it: here, the room's own)."""
-    handle, server = room._handle, room.server
+    boundary, server = room._boundary, room.server
     profiler = switch["profiler"] = cProfile.Profile() if profile else None
 
-    def handle_measured(frames):
+    def boundary_measured(who, key, fd, frames):
         if switch["on"] and "cpu0" not in switch:
             switch["cpu0"], switch["t0"] = time.thread_time(), time.perf_counter()
             if profiler is not None:
                 profiler.enable()
-        handle(frames)
+        boundary(who, key, fd, frames)
         if server.done and "cpu0" in switch and "cpu1" not in switch:
             switch["cpu1"], switch["t1"] = time.thread_time(), time.perf_counter()
             if profiler is not None:
                 profiler.disable()
 
-    room._handle = handle_measured
+    room._boundary = boundary_measured
 
 
 def top_functions(profiler, n=12):
@@ -267,19 +298,12 @@ def room_run(students, problem, clients, policy, steps, lr, max_rate=MAX_RATE, v
     _instrument(room, switch, profile)
     ks = list(range(clients))
     try:
-        room.pause()                                      # the run starts when the class is seated
-        for k in ks:
-            students.send(k, (room.address, room.token, f"student-{k:02d}"))
-        deadline = time.monotonic() + SEATED
-        while len(room.seats) < clients:
-            if time.monotonic() > deadline or not room.live.running:
-                raise RuntimeError(f"{len(room.seats)} of {clients} students took their seat "
-                                   f"within {SEATED:g} s")
-            time.sleep(0.01)
+        seat_class(students, ks, room.address, room.token,    # the room waits for its class ...
+                   lambda: len(room.seats) if room.live.running else None)
         cpu = (_process_cpu(), students.cpu(ks))
         wall = time.perf_counter()
         switch["on"] = True
-        room.resume()
+        room.start()                                      # ... and starts once it is seated
         while not room.server.done and room.live.running:
             time.sleep(0.005)
         wall = time.perf_counter() - wall
@@ -291,14 +315,14 @@ def room_run(students, problem, clients, policy, steps, lr, max_rate=MAX_RATE, v
     finally:
         room.stop()
     trace = run.trace
-    resumed = [c.time for c in trace.controls if c.what == "resume"][-1]
-    pushes = trace.pushes
-    seconds = pushes[-1].time - resumed if pushes else float("nan")
+    pushes, pulls = trace.pushes, trace.pulls             # the trace's clock starts at start() ...
+    first = pulls[0].time if pulls else 0.0               # ... the class hears of it within
+    seconds = pushes[-1].time - first if pushes else float("nan")   # WAIT_POLL: from the first pull
     staleness = [p.staleness for p in pushes]
     per_student = np.bincount([p.worker for p in pushes], minlength=clients)
     errors = {c["name"]: c["error"] for c in contributions.values() if "error" in c}
     row = {"policy": policy, "clients": clients, "versions": len(run.losses) - 1,
-           "pushes": len(pushes), "seconds": seconds, "wall_seconds": wall,
+           "pushes": len(pushes), "seconds": seconds, "wall_seconds": wall, "first_pull": first,
            "pushes_per_s": len(pushes) / seconds if pushes else 0.0,
            "mean_staleness": float(np.mean(staleness)) if staleness else None,
            "max_staleness": int(max(staleness)) if staleness else None,
@@ -486,16 +510,19 @@ def limit(max_rate):
     return "no rate limit" if max_rate >= MAX_RATE else f"max_rate {max_rate:g} messages/s"
 
 
-def markdown(tables):
-    """The README section: one table per machine (nothing when there is none)."""
-    if not tables:
+def markdown(tables, soaks=None):
+    """The README section: one table per machine, then the soaks (soak.py), one per machine
+    (nothing when there is neither)."""
+    from . import soak
+
+    if not tables and not soaks:
         return []
     lines = ["", HEADING, "",
              "A room (`aps.classroom.serve`, one ZeroMQ ROUTER socket served by one thread) in one "
              "process, each student a process of its own (multiprocessing, spawn) calling "
-             "`aps.classroom.join`, on the loopback. Each room opens paused and resumes once every "
-             "seat is taken; in turns, a room of 1 student and a room of all of them, per policy, "
-             "each making about the same number of pushes (sync: that many / students rounds). "
+             "`aps.classroom.join`, on the loopback. Each room waits for its class and starts "
+             "(`room.start()`) once every seat is taken; in turns, a room of 1 student and a room "
+             "of all of them, per policy, each making about the same number of pushes (sync: that many / students rounds). "
              "room thread busy: its CPU seconds per second of the run (1.00: saturated). The view: "
              "`room.state` plus one frame of the live view (`render_live.live_svg`, as the LiveView "
              "draws it) on the trace of the largest async room, at 10 refreshes a second "
@@ -518,7 +545,7 @@ def markdown(tables):
         if t.get("note"):
             lines += ["", t["note"]]
         lines.append("")
-    return lines
+    return lines + soak.markdown(soaks)
 
 
 def kept(path):
@@ -535,6 +562,12 @@ def write(result, out):
     results["classroom"] = {**kept(path), result["machine"]: stored}
     out.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(results, indent=1, default=str))
+    rewrite_section(out, results)
+
+
+def rewrite_section(out, results):
+    """The classroom section of out/README.md (the tables and the soaks of `results`), in place of
+    an earlier one, before the plots (or at the end)."""
     readme = out / "README.md"
     lines = readme.read_text().split("\n") if readme.exists() else ["# Benchmarks", ""]
     if HEADING in lines:                                  # drop the earlier section
@@ -542,7 +575,7 @@ def write(result, out):
         end = next((i for i in range(at + 1, len(lines))
                     if lines[i].startswith(("## ", "![throughput]"))), len(lines))
         lines[at - 1 if at and not lines[at - 1] else at:end] = []
-    section = markdown(results["classroom"])
+    section = markdown(results.get("classroom", {}), results.get("classroom_soak", {}))
     while section and not section[-1]:
         section.pop()
     at = next((i for i, line in enumerate(lines) if line.startswith("![throughput]")), None)
@@ -556,6 +589,11 @@ def write(result, out):
 
 
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if "--soak" in argv:                                  # the room under attack: soak.py
+        from . import soak
+
+        return soak.main(argv)
     parser = argparse.ArgumentParser(prog="python -m asyncps.bench.classroom",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--clients", type=int, default=CLIENTS, help="student processes")
@@ -565,12 +603,14 @@ def main(argv=None):
     parser.add_argument("--policies", default="async,sync")
     parser.add_argument("--lr", type=float, default=None)
     parser.add_argument("--max-rate", type=float, default=MAX_RATE,
-                        help="the room's per-student limit, messages a second (the room's default: 500)")
+                        help="the room's per-student limit, messages a second (the room's default: 2000)")
     parser.add_argument("--profile", action="store_true",
                         help="one more room, its thread under cProfile: where its time goes")
     parser.add_argument("--out", type=Path, default=Path("docs/benchmarks"),
                         help="where results.json and README.md are")
     parser.add_argument("--no-save", action="store_true", help="print only")
+    parser.add_argument("--soak", action="store_true", help="the room under attack instead: 30 students "
+                        "and 5 attackers, with and without (asyncps/bench/soak.py; --seconds, --students)")
     args = parser.parse_args(argv)
     result = measure(args.clients, args.steps, args.problem, tuple(args.policies.split(",")),
                      args.rounds, args.lr, args.max_rate, args.profile)

@@ -42,6 +42,7 @@ import threading
 import time
 import unicodedata
 import warnings
+import weakref
 
 import numpy as np
 
@@ -66,6 +67,7 @@ KEY_SEPARATOR = wire.KEY_SEPARATOR
 NOT_IN_A_ROOM = ("engine", "device", "slowdown", "lock", "timeout", "checkpoint",
                  "checkpoint_every", "address", "allow_remote")
 LATE_JOIN = ("async", "ksync", "kasync")     # policies whose running run a late student may join
+_OPEN = weakref.WeakValueDictionary()        # (host, port) -> the room of this process there
 
 
 def fingerprint(problem):
@@ -130,6 +132,11 @@ class Room:
         self.errors = collections.Counter()            # exceptions contained, by type
         self.failed, self._lock = None, threading.RLock()   # held while a message is handled
         self._start = time.monotonic()
+        earlier = _OPEN.get((host, port)) if port else None
+        if earlier is not None and earlier.live.running:     # the serve cell, run again
+            warnings.warn(f"port={port}: the room this kernel opened there before is closed, and "
+                          f"this one opens in its place", stacklevel=3)
+            earlier.stop()
         self.door = Door(host, port, encrypt, self.server.params.nbytes + 2 * wire.HEADER_BYTES,
                          max_rate, self._secret)
         self.max_rate = self.door.max_rate
@@ -137,6 +144,7 @@ class Room:
         self.token = self._secret if not encrypt else (
             f"{self._secret}{KEY_SEPARATOR}{self.door.public_key.decode()}")
         self.address = f"tcp://{host}:{self.door.port}"
+        _OPEN[(host, self.door.port)] = self
         self._controls = RoomControls(self)
         self.live = LiveRun(self.server, self._controls, self._serve)      # serves in its thread
 
