@@ -167,6 +167,8 @@ def test_perfetto_names_each_classroom_track_by_its_student():
     run = aps.simulate(aps.problems.Quadratic(curvature=[1.0, 4.0], x0=[1.0, 1.0]), workers=5, steps=10,
                        compute_times=[1, 1, 1, 1, 1])
     run.trace.meta.update(engine="classroom", students={"0": "ada", "3": "cy"})
-    names = [e["args"]["name"] for e in aps.core.chrome.chrome_trace(run.trace)["traceEvents"]
+    from asyncps.core.chrome import chrome_trace
+
+    names = [e["args"]["name"] for e in chrome_trace(run.trace)["traceEvents"]
              if e.get("name") == "thread_name"]
     assert names == ["server", "ada", "cy"]

@@ -61,6 +61,14 @@ def _unpredictable_ids():
         pass
 
 
+def _give_back_memory():
+    """glibc keeps freed memory for later; after a huge refused message, give it back."""
+    try:
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
 def _more_files():
     """As many open files as the system allows this process (connections are files)."""
     try:
@@ -87,6 +95,7 @@ class Door:
         self._buckets = collections.OrderedDict()     # routing id -> [tokens, last refill, told]
         self._handshakes = collections.OrderedDict()  # address -> [tokens, last refill]
         self._open = {}                               # fd -> connection open (from the monitor)
+        self._active = set()                          # open fds a message has come on
         self._context = zmq.Context()
         self.socket = s = self._context.socket(zmq.ROUTER)
         s.setsockopt(zmq.LINGER, 0)
@@ -121,8 +130,12 @@ class Door:
             raise OSError(f"host={host!r} port={port}: the room cannot listen there ({err}); "
                           f"host must be an address of this machine, e.g. 127.0.0.1 or 0.0.0.0") from None
         self.port = int(port)
-        self._monitor = s.get_monitor_socket(zmq.EVENT_ACCEPTED | zmq.EVENT_DISCONNECTED
-                                             | zmq.EVENT_CLOSED)
+        # the monitor: its queue unbounded (a burst of connections must not lose a close event)
+        monitor = f"inproc://asyncps-monitor-{id(self)}"
+        s.monitor(monitor, zmq.EVENT_ACCEPTED | zmq.EVENT_DISCONNECTED | zmq.EVENT_CLOSED)
+        self._monitor = self._context.socket(zmq.PAIR)
+        self._monitor.setsockopt(zmq.RCVHWM, 0)
+        self._monitor.connect(monitor)
         self._poller = zmq.Poller()
         for sock in (s, self._monitor) + ((self._zap,) if self._zap is not None else ()):
             self._poller.register(sock, zmq.POLLIN)
@@ -155,6 +168,9 @@ class Door:
                 passed = self._check(frames)
                 if passed is not None:
                     out.append(passed)
+                elif sum(len(f) for f in frames) > 8 * 2 ** 20:
+                    del frames                       # the last reference to a huge refused message:
+                    _give_back_memory()              # what it held goes back to the system
         return out
 
     def reply(self, who, frames):
@@ -169,6 +185,9 @@ class Door:
                 raise
 
     def close(self):
+        self._open.clear()                           # nothing is open once the socket is closed
+        if getattr(self, "_monitor", None) is not None:
+            self.socket.disable_monitor()
         for sock in (getattr(self, "_monitor", None), self._zap, self.socket):
             if sock is not None:
                 sock.close(0)
@@ -181,9 +200,9 @@ class Door:
             return self._zap.send_multipart([b"1.0", request[1] if len(request) > 1 else b"",
                                              b"500", b"bad request", b"", b""])
         mechanism, credentials = request[5], request[6:]
-        if self._too_many_handshakes(request[3]):
+        if self._too_many_handshakes(request[3]):    # 300: try again later (not "wrong token")
             self.refused["handshake_rate"] += 1
-            return self._zap.send_multipart([b"1.0", request[1], b"400", b"too many handshakes",
+            return self._zap.send_multipart([b"1.0", request[1], b"300", b"too many handshakes",
                                              b"", b""])
         key = None
         if mechanism == b"CURVE" and len(credentials) == 1 and len(credentials[0]) == 32:
@@ -231,12 +250,15 @@ class Door:
                 self._open[fd] = True
             else:
                 latest[fd] = False
+                self._active.discard(fd)
                 if self._open.pop(fd, None):
                     self.closed.append(fd)
         over = len(self._open) - MAX_CONNECTIONS
-        for fd in [fd for fd, is_open in latest.items() if is_open][::-1][:max(over, 0)]:
-            self.refused["connections"] += 1
-            self._shut(fd)
+        if over > 0:                                  # the newest that have said nothing go first
+            idle = [fd for fd, is_open in latest.items() if is_open and fd not in self._active]
+            for fd in idle[::-1][:over]:
+                self.refused["connections"] += 1
+                self._shut(fd)
 
     @staticmethod
     def _shut(fd):
@@ -297,6 +319,7 @@ class Door:
             key = frames[0].get("User-Id").encode()
         try:
             fd = frames[0].get(zmq.SRCFD)
+            self._active.add(fd)
         except zmq.ZMQError:                         # a libzmq without SRCFD
             fd = None
         return who, key, fd, [f.bytes for f in frames]

@@ -58,8 +58,7 @@ SILENT_AFTER = 30.0            # seconds without a word before a student is lost
 AWAY_AFTER = 2.0               # seconds a seat's connection may be closed before it is lost
 MAX_RATE = 2000.0              # messages a second a student may send (a burst of as many); an
                                # honest student refused for it waits and asks again
-MAX_NORM_RATIO = 100.0         # a push this many times the recent median norm is refused
-NORMS = 64                     # ... the median of this many accepted pushes (and of x0's gradient)
+MAX_NORM_RATIO = 100.0         # a push this many times the class's norm is refused (_check_norm)
 SILENCE_CHECK = 0.1            # seconds between two looks for silent students
 FINISH_GRACE = 2.0             # seconds the room keeps answering "done" after the last version
 GONE = 1024                    # sessions of departed students remembered (to tell them why)
@@ -122,13 +121,13 @@ class Room:
         self._by_session, self._by_key, self._gone = {}, {}, collections.OrderedDict()
         self._by_fd = {}                               # connection fd -> the seat it carries
         self._seated_from = set()                      # door connections that took a seat
-        self._departed = collections.deque(maxlen=GONE)   # (seat, name, "lost"/"left", why)
+        self._departed = collections.deque(maxlen=GONE)   # (seat, name, pushes, staleness sum,
+                                                          #  "lost"/"left", why)
         self.started, self._silence_checked = False, 0.0
-        self._norms = collections.deque(maxlen=NORMS)
+        self._norms, self._refused_seats = {}, set()    # seat -> its latest accepted norm
         with np.errstate(all="ignore"):                # the scale of an honest gradient at x0
             g0 = float(np.linalg.norm(problem.gradient(np.array(problem.x0, copy=True))))
-        if math.isfinite(g0) and g0 > 0:
-            self._norms.append(g0)
+        self._norm_floor = g0 if math.isfinite(g0) else 0.0
         self.errors = collections.Counter()            # exceptions contained, by type
         self.failed, self._lock = None, threading.RLock()   # held while a message is handled
         self._start = time.monotonic()
@@ -261,19 +260,17 @@ class Room:
         """The live run's state, with one row per seated (or lost) student: name, pushes, mean
         staleness, seconds since last heard, status; and the refusals by reason."""
         with self._lock:
-            now, pushes, stale = self._clock(), collections.Counter(), collections.Counter()
-            for p in self.server.trace.pushes:                       # one pass over the trace
-                pushes[p.worker] += 1
-                stale[p.worker] += p.staleness
-            rows = [{"worker": k, "name": seat["name"], "pushes": pushes[k],
-                     "mean_staleness": stale[k] / pushes[k] if pushes[k] else math.nan,
+            now = self._clock()
+            rows = [{"worker": k, "name": seat["name"], "pushes": seat["pushes"],
+                     "mean_staleness": seat["staleness"] / seat["pushes"] if seat["pushes"] else math.nan,
                      "silent_for": now - seat["heard"],
                      "status": "away" if seat["away"] is not None and not self.server.done
                      else "in the room"}
                     for k, seat in sorted(self.seats.items())]
-            rows += [{"worker": k, "name": name, "pushes": pushes[k], "mean_staleness": math.nan,
-                      "silent_for": math.nan, "status": status, "why": why}
-                     for k, name, status, why in self._departed]
+            rows += [{"worker": k, "name": name, "pushes": pushes, "mean_staleness":
+                      staleness / pushes if pushes else math.nan, "silent_for": math.nan,
+                      "status": status, "why": why}
+                     for k, name, pushes, staleness, status, why in self._departed]
             return {**self.live.state, "started": self.started, "address": self.address,
                     "students": rows, "refused": dict(self.refused), "errors": dict(self.errors),
                     "connections": self.door.connections}
@@ -424,7 +421,7 @@ class Room:
         k, session, now = free[0], secrets.token_hex(16), self._clock()
         self.seats[k] = {"name": name, "session": session, "key": key, "who": None, "fd": None,
                          "seq": 0, "last": None, "served": None, "heard": now, "worked": now,
-                         "away": None, "told_done": False}
+                         "away": None, "told_done": False, "pushes": 0, "staleness": 0}
         self._by_session[session] = k
         if key is not None:
             self._by_key[key.encode()] = k
@@ -473,7 +470,8 @@ class Room:
             self._by_key.pop(seat["key"].encode(), None)
             self.door.students.discard(seat["key"].encode())
         self._gone[seat["session"]] = reason
-        self._departed.append((k, seat["name"], "lost" if self.started else "left", reason))
+        self._departed.append((k, seat["name"], seat["pushes"], seat["staleness"],
+                               "lost" if self.started else "left", reason))
         if len(self._gone) > GONE:
             self._gone.popitem(last=False)
         if not self.started:
@@ -540,35 +538,50 @@ class Room:
             return {"ok": False, "paused": True}, None          # held: the student asks again
         if self.config.policy.averages and k in self.server.round:
             raise wire.Refused("round", "this seat's push already waits in the open round")
-        self._check_norm(grad)
+        self._check_norm(k, grad)
         computed_on, now = seat["served"], self._clock()
         seat.update(seq=seq, served=None, worked=now)
         self.server.record(Compute(k, max(0.0, now - compute), now, computed_on))
         event = self.server.push(k, grad, computed_on, now, checked=True)
         staleness = event.staleness if event is not None and event.kind == "push" else None
+        if staleness is not None:
+            seat["pushes"] += 1
+            seat["staleness"] += staleness
         seat["told_done"] |= self.server.done
         seat["last"] = {"ok": True, "may_start": self.server.may_start(k), "done": self.server.done,
                         "staleness": staleness, "version": self.server.version,
                         "slowdown": self._controls.slowdown[k]}
         return dict(seat["last"]), None
 
-    def _check_norm(self, grad):
-        """Refuse a gradient that cannot be applied sanely: non-finite once scaled by the lr, or
-        a norm over max_norm_ratio x the median of the class's recent pushes (and of the gradient
-        at x0, before any)."""
+    def _check_norm(self, k, grad):
+        """Refuse a gradient that cannot be applied sanely: non-finite once scaled by the lr, or a
+        norm over max_norm_ratio x the class's scale — the median of each seat's latest accepted
+        norm, and never below the gradient's norm at x0 (so a student pushing zeros cannot make
+        the room refuse everyone). When most seats are refused in a row, the class's gradients
+        themselves have grown: the run has diverged, and stops saying so."""
         with np.errstate(all="ignore"):
             biggest = float(np.abs(grad).max()) if grad.size else 0.0
             norm = biggest * float(np.linalg.norm(grad / biggest)) if biggest > 0 else 0.0
             step_finite = math.isfinite(norm) and bool(np.isfinite(
                 self.server.params - self.server.lr * grad).all())
+        limit = math.inf
+        if self.max_norm_ratio is not None:
+            scale = max([self._norm_floor] + ([float(np.median(list(self._norms.values())))]
+                                              if self._norms else []))
+            limit = self.max_norm_ratio * scale if scale > 0 else math.inf
+        if step_finite and norm <= limit:
+            self._norms[k] = norm
+            self._refused_seats.clear()
+            return
+        self._refused_seats.add(k)
+        if len(self._refused_seats) >= max(2, (len(self.seats) + 1) // 2):
+            self.server.stop(f"diverged at v{self.server.version}: the gradients of "
+                             f"{len(self._refused_seats)} students grew past what the room applies "
+                             f"(norm {norm:.3g}); try a smaller lr than {self.server.lr:g}")
         if not step_finite:
             raise wire.Refused("not_finite", "the parameters would not be finite after this push")
-        if self.max_norm_ratio is not None and self._norms:
-            limit = self.max_norm_ratio * float(np.median(self._norms))
-            if norm > limit:
-                raise wire.Refused("norm", f"a gradient of norm {norm:.3g}, over {self.max_norm_ratio:g} "
-                                           f"x the median of the class's recent pushes ({limit:.3g})")
-        self._norms.append(norm)
+        raise wire.Refused("norm", f"a gradient of norm {norm:.3g}, over {self.max_norm_ratio:g} x "
+                                   f"the class's ({limit / self.max_norm_ratio:.3g})")
 
     def _gate(self, k, header, payload):
         seat = self.seats[k]

@@ -30,6 +30,7 @@ RESEND = 1.0                  # seconds without an answer before a request is se
                               # once when the connection comes back: it may have been lost)
 KEEP_ALIVE = 1.0              # a long slowdown is slept in pieces this long, the room told between
 PROGRESS = 0.5                # seconds between two redraws of the progress line
+WRONG_KEY_AFTER = 5.0         # seconds of dropped handshakes before the room's key counts as wrong
 
 
 class RoomLost(RuntimeError):
@@ -76,7 +77,7 @@ class Connection:
             zmq.EVENT_HANDSHAKE_FAILED_AUTH | zmq.EVENT_HANDSHAKE_SUCCEEDED
             | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL | zmq.EVENT_DISCONNECTED)
         self.socket.connect(address)
-        self._shook, self._drops = False, 0
+        self._shook, self._drops, self._since = False, 0, time.monotonic()
 
     def call(self, header, array=None):
         """The room's answer (header, payload frames) to one request."""
@@ -109,19 +110,23 @@ class Connection:
 
         back = False
         while self._events.poll(0):
-            event = recv_monitor_message(self._events)["event"]
+            news = recv_monitor_message(self._events)
+            event, event_value = news["event"], news["value"]
             if event == zmq.EVENT_HANDSHAKE_SUCCEEDED:
                 back = back or self._shook
                 self._shook = True
-            elif event == zmq.EVENT_HANDSHAKE_FAILED_AUTH:
+            elif event == zmq.EVENT_HANDSHAKE_FAILED_AUTH and event_value == 400:
                 raise Refused("the room refused this token: its secret (before ~) is not this "
                               "room's; copy the whole token from the room's join line")
             elif event in (zmq.EVENT_DISCONNECTED, zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL):
                 self._drops += 3 if event == zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL else 1
-                if not self._shook and self._drops >= 3 and self._encrypted:
+                if self._shook or (event != zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
+                                   and time.monotonic() - self._since < WRONG_KEY_AFTER):
+                    continue                          # a busy room may shut a connection: again
+                if self._drops >= 3 and self._encrypted:
                     raise Refused("the room at this address does not accept this token's key (after "
                                   "~): is it the token of another room? copy the whole token again")
-                if not self._shook and self._drops >= 3:
+                if self._drops >= 3:
                     raise Refused("the room at this address is encrypted: its token goes on after "
                                   "the secret with ~ and the room's key; copy the token whole")
         return back
