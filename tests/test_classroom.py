@@ -355,6 +355,20 @@ def test_the_live_view_names_each_lane_by_its_student(rooms):
     assert "Room(tcp://127.0.0.1:" in repr(room) and "2 of 2 seats taken" in repr(room)
 
 
+def test_the_room_s_view_says_it_waits_for_the_class_until_it_starts(rooms):
+    from asyncps.widgets.render_live import header
+
+    room = rooms(workers=30, policy="async", lr=0.01, steps=10 ** 6)
+    assert header(room.live.state).endswith("waiting for the class: 0 seated · room.start() starts the run")
+    threads, _ = students(room, ["ada", "bo"], [0.001, 0.001], start=False)
+    wait_until(lambda: len(room.seats) == 2)
+    assert "waiting for the class: 2 seated: " in header(room.live.state)
+    room.start()
+    assert room.live.state["waiting"] is None and header(room.live.state).endswith("running")
+    room.stop()
+    finish(threads)
+
+
 def test_the_live_view_s_controls_name_each_seat_by_its_student_once_taken(rooms):
     room = rooms(workers=2, policy="async", lr=0.05, steps=40)
     view = room.view().children[1]                          # opened before anyone has joined

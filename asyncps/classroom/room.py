@@ -608,6 +608,18 @@ class RoomControls(Controls):
         self.room = room
         self._slowdown = np.zeros(room.config.workers)
 
+    @property
+    def waiting(self):
+        """Before the run starts: who is seated, and what starts it (the live view's status)."""
+        room = self.room
+        if room.started or room.server.done:
+            return None
+        names = [s["name"] for _, s in sorted(room.seats.items())]
+        shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+        starts = ("room.start() starts the run" if room.start_with is None else
+                  f"starts when {room.start_with} are seated")
+        return f"waiting for the class: {len(names)} seated{': ' + shown if names else ''} · {starts}"
+
     def _kill(self, worker):
         seat = self.room.seats.get(worker)
         if seat is not None:

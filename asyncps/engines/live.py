@@ -110,7 +110,8 @@ class LiveRun:
     def state(self):
         """Where the run is now: version, steps, pushes, running, paused, lr, the loss of the latest
         scored version, and per worker the staleness of its latest push (None before its first),
-        its slowdown (seconds per gradient) and which workers were lost; time on the run's clock."""
+        its slowdown (seconds per gradient) and which workers were lost; time on the run's clock;
+        `waiting`: what the run waits for before it starts (a classroom's room.start()), or None."""
         server, trace = self._server, self._server.trace
         with self._reading:
             for e in self._new_events(trace):
@@ -125,7 +126,7 @@ class LiveRun:
                 "running": self.running, "paused": self._controls.paused, "lr": server.lr,
                 "loss": _latest_loss(trace.losses), "staleness": staleness,
                 "slowdown": list(self._controls.slowdown), "lost": lost,
-                "time": self._controls.clock()}
+                "time": self._controls.clock(), "waiting": getattr(self._controls, "waiting", None)}
 
     def _new_events(self, trace):
         """The events added since the last call, each once. Engines append them, except the

@@ -78,7 +78,8 @@ def header(state, ended=None, trace=None):
     """One line: "server at v37 · 37 pushes · lr 0.05 · running" (paused; `ended`: outcome()).
     Lost workers are named as their lanes are in a classroom `trace` ("lost: ada, bo"), else
     "lost: worker 0, 2"."""
-    status = ended or ("paused" if state["paused"] else "running" if state["running"] else "ending")
+    status = ended or state.get("waiting") or ("paused" if state["paused"] else "running"
+                                               if state["running"] else "ending")
     lost = state.get("lost") or []
     parts = [f"server at v{state['version']}", f"{state['pushes']} pushes", f"lr {state['lr']:g}"]
     if state.get("loss") is not None:
