@@ -46,6 +46,8 @@ MAX_CONNECTIONS = 512         # open connections at once, door and students toge
 JOIN_RATE = 4.0               # messages a second a connection at the door may send
 HANDSHAKE_RATE = 10.0         # handshakes a second from one address (a burst of HANDSHAKE_BURST)
 HANDSHAKE_BURST = 40.0
+STUDENT_HANDSHAKE_RATE = 1.0  # handshakes a second with one seated student's key (reconnects) ...
+STUDENT_HANDSHAKE_BURST = 5.0 # ... after a burst of this many
 QUEUE = 16                    # messages queued per peer, each way
 RATE_REPLY_EVERY = 0.1        # a connection over its rate is told so at most this often
 BUCKETS = 4096                # connections whose rate is remembered at once
@@ -93,7 +95,7 @@ class Door:
         self.refused = collections.Counter()          # reason -> messages (or handshakes) refused
         self.students = set()                         # the registered students' keys (Z85 bytes)
         self._buckets = collections.OrderedDict()     # routing id -> [tokens, last refill, told]
-        self._handshakes = collections.OrderedDict()  # address -> [tokens, last refill]
+        self._handshakes = collections.OrderedDict()  # address or key -> [tokens, last refill]
         self._open = {}                               # fd -> connection open (from the monitor)
         self._active = set()                          # open fds a message has come on
         self._context = zmq.Context()
@@ -200,14 +202,19 @@ class Door:
             return self._zap.send_multipart([b"1.0", request[1] if len(request) > 1 else b"",
                                              b"500", b"bad request", b"", b""])
         mechanism, credentials = request[5], request[6:]
-        if self._too_many_handshakes(request[3]):    # 300: try again later (not "wrong token")
-            self.refused["handshake_rate"] += 1
-            return self._zap.send_multipart([b"1.0", request[1], b"300", b"too many handshakes",
-                                             b"", b""])
         key = None
         if mechanism == b"CURVE" and len(credentials) == 1 and len(credentials[0]) == 32:
             from zmq.utils import z85
             key = z85.encode(credentials[0])
+        # a seated student's key has a budget of its own (a reconnect always gets in, whatever
+        # strangers at the same address do); the door key and strangers, one per address
+        spent = (self._spent(self._handshakes, key, STUDENT_HANDSHAKE_RATE, STUDENT_HANDSHAKE_BURST)
+                 if key in self.students else
+                 self._spent(self._handshakes, request[3], HANDSHAKE_RATE, HANDSHAKE_BURST))
+        if spent:                                    # 300: try again later (not "wrong token")
+            self.refused["handshake_rate"] += 1
+            return self._zap.send_multipart([b"1.0", request[1], b"300", b"too many handshakes",
+                                             b"", b""])
         allowed = key is not None and (key == self.door_key or key in self.students)
         if not allowed:
             self.refused["handshake"] += 1
@@ -217,16 +224,18 @@ class Door:
                                   b"OK" if allowed else b"not a student of this room",
                                   key if allowed else b"", b""])
 
-    def _too_many_handshakes(self, address):
-        """A handshake bucket per address: a token holder cannot try routing ids (or keys) by the
-        thousand: HANDSHAKE_RATE a second, after a burst of a class joining at once."""
+    @staticmethod
+    def _spent(buckets, who, rate, burst):
+        """Charge one handshake to `who` (an address, or a seated student's key): True when its
+        budget is spent. A token holder cannot try routing ids (or keys) by the thousand; a class
+        joining at once from one address fits in the burst."""
         now = time.monotonic()
-        bucket = self._handshakes.get(address)
+        bucket = buckets.get(who)
         if bucket is None:
-            bucket = self._handshakes[address] = [HANDSHAKE_BURST, now]
-            if len(self._handshakes) > BUCKETS:
-                self._handshakes.popitem(last=False)
-        bucket[0] = min(HANDSHAKE_BURST, bucket[0] + (now - bucket[1]) * HANDSHAKE_RATE)
+            bucket = buckets[who] = [burst, now]
+            if len(buckets) > BUCKETS:
+                buckets.popitem(last=False)
+        bucket[0] = min(burst, bucket[0] + (now - bucket[1]) * rate)
         bucket[1] = now
         if bucket[0] < 1:
             return True
