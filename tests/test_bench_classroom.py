@@ -80,3 +80,63 @@ def test_the_result_is_kept_per_machine_beside_the_other_benchmarks(result, tmp_
     assert readme.count(bench.HEADING) == 1 and readme.count(f"**{result['machine']}**") == 1
     assert readme.index("## Scaling") < readme.index(bench.HEADING) < readme.index("![throughput]")
     assert readme.index("![throughput]") < readme.index("## Targets")
+
+
+# -- the soak (asyncps/bench/soak.py), short: 6 students and the 5 attackers --------------------------
+@pytest.fixture(scope="module")
+def soak():
+    from asyncps.bench import soak as soak_bench
+
+    runs = (soak_bench.RUNS[0], soak_bench.RUNS[2])       # without; with, each from its own address
+    return soak_bench.measure(students=6, seconds=10, runs=runs, control=False, log=lambda *_: None)
+
+
+@pytest.mark.slow
+def test_under_attack_the_room_lives_bounded_and_exact_and_the_class_makes_progress(soak):
+    """The soak's structure, never its timings: alive, memory within +50 MB, no invariant broken,
+    nothing applied from a seat nobody joined nor from the rule breaker, every honest student
+    pushed, every attack refused and counted, nothing raised inside the room."""
+    without, attacked = soak["runs"]
+    assert without["attack"] == [] and len(attacked["attack"]) == 5 and attacked["own_addresses"]
+    for row in (without, attacked):
+        assert row["lecturer_alive"] and row["lecturer_exitcode"] == 0, row
+        assert row["violations"] == 0, row["violations_first"]
+        assert row["unseated_pushes"] == 0
+        assert row["rss_growth_mb"] <= 50, row["rss_growth_mb"]
+        assert row["honest_seats"] == row["honest_seats_pushed"] == 6 and row["honest_pushes"] > 0
+        assert row["student_errors"] == {} and row["lost"] == []
+        assert row["errors"] == {}, row["errors"]                  # nothing had to be contained
+        assert not row["diverged"]
+    assert without["refused"] == {} and set(without["pushes_by_others"]) == set()
+    attackers = attacked["attackers"]
+    assert set(attackers) == set(soak["attackers"])
+    assert all(a["exitcode"] == 0 for a in attackers.values()), attackers
+    assert attackers["handshakes"]["sockets"] > 0 and attackers["idle"]["opened"] > 0
+    assert attackers["garbage"]["connections"] > 0 and attackers["forged_ids"]["sockets"] > 0
+    breaker = attackers["rule_breaker"]
+    assert breaker["seated"] and breaker["sent"] > 0
+    assert attacked["pushes_by_others"] == {breaker["name"]: 0}       # seated, nothing applied
+    assert attacked["students"][str(breaker["worker"])] == breaker["name"]
+    refused = attacked["refused"]
+    assert refused.get("handshake", 0) > 0                            # strangers, at the door
+    assert refused.get("rate", 0) + refused.get("unread", 0) > 0      # the flood: over its rate,
+                                                                      # its replies never read
+    assert refused.get("no_pull", 0) + refused.get("norm", 0) + refused.get("not_finite", 0) > 0
+
+
+def test_the_soak_is_reported_and_kept_beside_the_classroom_tables(soak, result, tmp_path):
+    from asyncps.bench import soak as soak_bench
+
+    text = soak_bench.report(soak)
+    assert "| honest pushes/s (6 students) |" in text and "Verdict, with attackers" in text
+    for kind in soak["attackers"]:
+        assert f"**{kind}**" in text
+    (tmp_path / "README.md").write_text("# Benchmarks\n\n![throughput](throughput.png)\n\n## Targets\n")
+    for _ in range(2):                                   # twice: the section is replaced, not added
+        bench.write(result, tmp_path)
+        soak_bench.write(soak, tmp_path)
+    saved = json.loads((tmp_path / "results.json").read_text())
+    assert list(saved["classroom_soak"]) == [soak["machine"]] and list(saved["classroom"]) == [result["machine"]]
+    readme = (tmp_path / "README.md").read_text()
+    assert readme.count(bench.HEADING) == readme.count(soak_bench.HEADING) == 1
+    assert readme.index(bench.HEADING) < readme.index(soak_bench.HEADING) < readme.index("![throughput]")

@@ -411,6 +411,15 @@ def test_an_encrypted_room_hears_no_plain_client_and_a_plain_room_works_too(room
     assert out["ada"].pushes == 20
 
 
+def test_a_token_with_another_room_s_key_is_said_within_seconds(rooms):
+    room, other = rooms(workers=1, steps=20), rooms(workers=1, steps=20)
+    mixed = f"{secret(room)}~{other.token.partition('~')[2]}"     # this room's secret, not its key
+    start = time.monotonic()
+    with pytest.raises(classroom.Refused, match="does not accept this token's key"):
+        classroom.join(room.address, mixed, "eve", LSQ, timeout=60, progress=False)
+    assert time.monotonic() - start < 20 and room.seats == {}
+
+
 def test_stand_ins_take_the_empty_seats_and_a_student_who_came_first_keeps_theirs(rooms):
     room = rooms(workers=3, policy="async", lr=0.05, steps=90)
     threads, out = students(room, ["ada"], [0.002])

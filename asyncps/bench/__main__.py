@@ -111,7 +111,7 @@ def markdown(results):
     lines += digits_markdown(results.get("digits"))
     lines += live_view.markdown(results["live"]) if results.get("live") else []
     lines += scaling.markdown(results.get("processes_scaling", {}))
-    lines += classroom.markdown(results.get("classroom", {}), results.get("classroom_soak", {}))
+    lines += classroom.markdown(results.get("classroom", {}), soak.markdown(results.get("classroom_soak", {})))
     lines += ["", "![throughput](throughput.png) ![scaling](scaling.png)", "", "## Targets", "",
               "| target | achieved | required | met |", "|---|---|---|---|"]
     for t in results["targets"]:
@@ -185,7 +185,7 @@ def plots(results, out):
 def main(argv=None, prog="python -m asyncps.bench"):
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["classroom"]:                         # python -m asyncps.bench classroom [--soak]
-        return classroom.main(argv[1:])
+        return (soak.main if "--soak" in argv else classroom.main)(argv[1:])
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, one lr per policy, ~2-3 minutes")
     parser.add_argument("--out", type=Path, default=Path("docs/benchmarks"))

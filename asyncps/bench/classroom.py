@@ -6,11 +6,10 @@ per second and the lecturer's view cost are reported".
 The room (aps.classroom.serve: one ZeroMQ ROUTER socket served by one thread) is opened in this
 process; the students are `clients` processes of their own (multiprocessing, "spawn"), started
 once and reused room after room: each is told a room's address and token through its pipe, calls
-aps.classroom.join(...) with its own name, and sends back its Contribution (the joins spaced:
-seat_class). Each room waits for its class and is started (`room.start()`) once every seat is
-taken: the run, and its trace's clock, start when the class is seated, so the pushes per second
-are those of the whole class. Every room makes about `steps` pushes (async: `steps` versions;
-sync: `steps // clients` rounds).
+aps.classroom.join(...) with its own name, and sends back its Contribution. Each room waits for
+its class and is started (`room.start()`) once every seat is taken: the run, and its trace's
+clock, start when the class is seated, so the pushes per second are those of the whole class.
+Every room makes about `steps` pushes (async: `steps` versions; sync: `steps // clients` rounds).
 
 In turns, `rounds` times: a room with 1 student, then a room with `clients` students, under each
 policy. Reported side by side (ratios of rooms measured in the same run, never a bare time):
@@ -30,7 +29,7 @@ push a gradient, so 1,000 gradients a second) holds back a student who computes 
 (refused, counted, and the student waits): the benchmark opens its rooms with a limit far above
 any student's rate (`--max-rate`), since the limit is the room's policy, not its capacity.
 
-`--soak` (python -m asyncps.bench.classroom --soak [--seconds 120]): the room under attack
+`--soak` (python -m asyncps.bench classroom --soak [--seconds 120]): the room under attack
 instead, 30 students and 5 attackers (asyncps/bench/soak.py).
 
 Results are kept per machine in docs/benchmarks/results.json under "classroom" (this machine's
@@ -192,20 +191,12 @@ class Students:
 
 
 def seat_class(students, ks, address, token, seated):
-    """Send students `ks` to the room at `address`, then wait until `seated()` (how many took
-    their seat; None: the room is gone) counts them all.
-
-    Spaced: the first JOIN_BURST at once, then one every JOIN_GAP seconds. The door lets one
-    address make HANDSHAKE_RATE handshakes a second after a burst of HANDSHAKE_BURST (door.py),
-    a student makes two (the door's key, then its own), and here every student's address is
-    127.0.0.1: thirty students joining at once were refused there (a refused handshake reads as
-    a wrong token to the student). A class on a network, one address each, needs no spacing."""
-    from ..classroom.door import HANDSHAKE_BURST, HANDSHAKE_RATE
-
-    burst, gap = int(HANDSHAKE_BURST - 10) // 2, 2.5 / HANDSHAKE_RATE   # 8 handshakes a second
-    for i, k in enumerate(ks):
-        if i >= burst:
-            time.sleep(gap)
+    """Send students `ks` to the room at `address`, all at once, as a class joins; then wait until
+    `seated()` (how many took their seat; None: the room is gone) counts them all. (Every student
+    here comes from 127.0.0.1, so their handshakes share the door's budget for one address: a
+    student whose handshake finds it spent is told to try again, ZAP 300, and is seated a moment
+    later.)"""
+    for k in ks:
         students.send(k, (address, token, f"student-{k:02d}"))
     deadline = time.monotonic() + SEATED
     while (n := seated()) is None or n < len(ks):
@@ -510,12 +501,11 @@ def limit(max_rate):
     return "no rate limit" if max_rate >= MAX_RATE else f"max_rate {max_rate:g} messages/s"
 
 
-def markdown(tables, soaks=None):
-    """The README section: one table per machine, then the soaks (soak.py), one per machine
-    (nothing when there is neither)."""
-    from . import soak
-
-    if not tables and not soaks:
+def markdown(tables, soak_lines=()):
+    """The README section: one table per machine, then `soak_lines` (soak.markdown: the soaks,
+    one per machine; nothing when there is neither)."""
+    soak_lines = list(soak_lines)
+    if not tables and not soak_lines:
         return []
     lines = ["", HEADING, "",
              "A room (`aps.classroom.serve`, one ZeroMQ ROUTER socket served by one thread) in one "
@@ -545,7 +535,7 @@ def markdown(tables, soaks=None):
         if t.get("note"):
             lines += ["", t["note"]]
         lines.append("")
-    return lines + soak.markdown(soaks)
+    return lines + soak_lines
 
 
 def kept(path):
@@ -565,17 +555,21 @@ def write(result, out):
     rewrite_section(out, results)
 
 
-def rewrite_section(out, results):
-    """The classroom section of out/README.md (the tables and the soaks of `results`), in place of
-    an earlier one, before the plots (or at the end)."""
+def rewrite_section(out, results, soak_lines=None):
+    """The classroom section of out/README.md (the tables of `results`, then `soak_lines`: None
+    keeps the soak subsection the README has), in place of an earlier one, before the plots (or
+    at the end)."""
     readme = out / "README.md"
     lines = readme.read_text().split("\n") if readme.exists() else ["# Benchmarks", ""]
+    kept_soak = []
     if HEADING in lines:                                  # drop the earlier section
         at = lines.index(HEADING)
         end = next((i for i in range(at + 1, len(lines))
                     if lines[i].startswith(("## ", "![throughput]"))), len(lines))
+        soak_at = next((i for i in range(at + 1, end) if lines[i].startswith("### Soak")), end)
+        kept_soak = lines[soak_at:end]
         lines[at - 1 if at and not lines[at - 1] else at:end] = []
-    section = markdown(results.get("classroom", {}), results.get("classroom_soak", {}))
+    section = markdown(results.get("classroom", {}), kept_soak if soak_lines is None else soak_lines)
     while section and not section[-1]:
         section.pop()
     at = next((i for i, line in enumerate(lines) if line.startswith("![throughput]")), None)
@@ -584,16 +578,14 @@ def rewrite_section(out, results):
     else:
         while at and not lines[at - 1]:
             at -= 1
-        lines[at:at] = section
+        lines[at:at] = section + [""]                 # a paragraph of its own before the plots
     readme.write_text("\n".join(lines))
 
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
     if "--soak" in argv:                                  # the room under attack: soak.py
-        from . import soak
-
-        return soak.main(argv)
+        sys.exit("the soak: python -m asyncps.bench classroom --soak (or python -m asyncps.bench.soak)")
     parser = argparse.ArgumentParser(prog="python -m asyncps.bench.classroom",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--clients", type=int, default=CLIENTS, help="student processes")

@@ -289,7 +289,8 @@ class Door:
 
     # -- 3 and 4. size, form and rate -------------------------------------------------------
     def rate_limited(self, who, seated):
-        """Charge one message to connection `who`: False when it may go on; else True, and the
+        """Charge one message to `who` (a seated student's key: all its connections share one
+        budget; else a connection's routing id): False when it may go on; else True, and the
         refusal counted ("rate"); `who` is then told at most every RATE_REPLY_EVERY seconds."""
         now = time.monotonic()
         rate = self.max_rate if seated else JOIN_RATE

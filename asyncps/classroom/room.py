@@ -125,6 +125,7 @@ class Room:
                                                           #  "lost"/"left", why)
         self.started, self._silence_checked = False, 0.0
         self._norms, self._refused_seats = {}, set()    # seat -> its latest accepted norm
+        self._scale, self._scale_age = 0.0, 8          # their median, recomputed every 8 pushes
         with np.errstate(all="ignore"):                # the scale of an honest gradient at x0
             g0 = float(np.linalg.norm(problem.gradient(np.array(problem.x0, copy=True))))
         self._norm_floor = g0 if math.isfinite(g0) else 0.0
@@ -319,10 +320,12 @@ class Room:
     def _boundary(self, who, key, fd, frames):
         """Every message is handled here, inside one boundary: a refusal is counted and answered,
         any other exception contained and counted (room.errors), and the room goes on."""
-        seated = key is not None and key in self._by_key or (
-            key is None and who in self._by_who())
-        limited = self.door.rate_limited(who, seated)
-        if limited:
+        k = self._by_key.get(key) if key is not None else None
+        seated = k is not None or (key is None and who in self._by_who())
+        limited = self.door.rate_limited(key if k is not None else who, seated)   # a student's
+        if limited:                                    # connections share one budget
+            if k in self.seats:
+                self.seats[k]["over_rate"] = self._clock()
             if limited == "tell":
                 self.door.reply(who, wire.pack({"ok": False, "refused": "rate",
                                                 "why": "more messages a second than allowed"}))
@@ -349,7 +352,7 @@ class Room:
     def _end_reason(self):
         """Why the run ended, as a student is told."""
         if self.server.diverged:
-            return f"the run diverged: {self.server.message}"
+            return f"the run ended, {self.server.message}"         # "diverged at v12: ..."
         if self.server.stopped:
             return ("the lecturer stopped the run" if "live.stop" in self.server.message
                     else self.server.message)
@@ -495,7 +498,10 @@ class Room:
             if seat["away"] is not None and now - seat["away"] > AWAY_AFTER:
                 self._free(k, f"{name} closed the connection")
             elif now - seat["heard"] > self.silent_after:
-                self._free(k, f"{name} was silent for {self.silent_after:g} s")
+                flooding = seat.get("over_rate", -math.inf) > seat["heard"]
+                self._free(k, f"{name} sent only messages over the rate limit for "
+                              f"{self.silent_after:g} s" if flooding else
+                              f"{name} was silent for {self.silent_after:g} s")
             elif (self.started and now - seat["worked"] > self.silent_after
                   and self.server.may_start(k) and not self._controls.paused):
                 self._free(k, f"{name} did no work for {self.silent_after:g} s")
@@ -562,15 +568,18 @@ class Room:
         with np.errstate(all="ignore"):
             biggest = float(np.abs(grad).max()) if grad.size else 0.0
             norm = biggest * float(np.linalg.norm(grad / biggest)) if biggest > 0 else 0.0
-            step_finite = math.isfinite(norm) and bool(np.isfinite(
-                self.server.params - self.server.lr * grad).all())
+        # the parameters are finite (else the run diverged): a step this small keeps them so
+        step_finite = math.isfinite(norm) and self.server.lr * biggest < 1e300
+        if self._scale_age >= 8:                       # the class's scale, looked at anew
+            self._scale = float(np.median(list(self._norms.values()))) if self._norms else 0.0
+            self._scale_age = 0
+        scale = max(self._norm_floor, self._scale)
         limit = math.inf
-        if self.max_norm_ratio is not None:
-            scale = max([self._norm_floor] + ([float(np.median(list(self._norms.values())))]
-                                              if self._norms else []))
-            limit = self.max_norm_ratio * scale if scale > 0 else math.inf
+        if self.max_norm_ratio is not None and scale > 0:
+            limit = self.max_norm_ratio * scale
         if step_finite and norm <= limit:
             self._norms[k] = norm
+            self._scale_age += 1
             self._refused_seats.clear()
             return
         self._refused_seats.add(k)

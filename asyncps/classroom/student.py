@@ -30,7 +30,8 @@ RESEND = 1.0                  # seconds without an answer before a request is se
                               # once when the connection comes back: it may have been lost)
 KEEP_ALIVE = 1.0              # a long slowdown is slept in pieces this long, the room told between
 PROGRESS = 0.5                # seconds between two redraws of the progress line
-WRONG_KEY_AFTER = 5.0         # seconds of dropped handshakes before the room's key counts as wrong
+WRONG_KEY_AFTER = 10.0        # seconds of handshakes dropped at once before the room's key counts
+QUICK_DROP = 1.0              # as wrong (a drop this soon after connecting; a busy room is slower)
 
 
 class RoomLost(RuntimeError):
@@ -74,10 +75,11 @@ class Connection:
             self.socket.curve_publickey, self.socket.curve_secretkey = keys
         self._encrypted = room_key is not None
         self._events = self.socket.get_monitor_socket(
-            zmq.EVENT_HANDSHAKE_FAILED_AUTH | zmq.EVENT_HANDSHAKE_SUCCEEDED
+            zmq.EVENT_HANDSHAKE_FAILED_AUTH | zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_CONNECTED
             | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL | zmq.EVENT_DISCONNECTED)
         self.socket.connect(address)
         self._shook, self._drops, self._since = False, 0, time.monotonic()
+        self._connected = self._since
 
     def call(self, header, array=None):
         """The room's answer (header, payload frames) to one request."""
@@ -112,14 +114,17 @@ class Connection:
         while self._events.poll(0):
             news = recv_monitor_message(self._events)
             event, event_value = news["event"], news["value"]
-            if event == zmq.EVENT_HANDSHAKE_SUCCEEDED:
+            if event == zmq.EVENT_CONNECTED:
+                self._connected = time.monotonic()
+            elif event == zmq.EVENT_HANDSHAKE_SUCCEEDED:
                 back = back or self._shook
                 self._shook = True
             elif event == zmq.EVENT_HANDSHAKE_FAILED_AUTH and event_value == 400:
                 raise Refused("the room refused this token: its secret (before ~) is not this "
                               "room's; copy the whole token from the room's join line")
             elif event in (zmq.EVENT_DISCONNECTED, zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL):
-                self._drops += 3 if event == zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL else 1
+                quick = time.monotonic() - self._connected < QUICK_DROP
+                self._drops += 3 if event == zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL else int(quick)
                 if self._shook or (event != zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
                                    and time.monotonic() - self._since < WRONG_KEY_AFTER):
                     continue                          # a busy room may shut a connection: again
