@@ -439,9 +439,11 @@ def test_an_interrupted_cell_tells_the_room_its_student_left(students, lecturer)
     assert [(e.worker, e.reason) for e in room.server.trace.lost] == [(seat, f"{name} left the room")]
     room.stop()
     run = room.result(60)
-    for k in kernels[:3]:
-        assert re.fullmatch(contribution(k.name, seats_of(run.trace)[k.name],
-                                         stopped="the lecturer stopped the run"), said(k.finish(60)))
+    for k in kernels[:3]:                                # on a loaded machine a kernel may not
+        seat_k = seats_of(run.trace)[k.name]             # have pushed yet when the run is stopped
+        done = said(k.finish(60))
+        assert (re.fullmatch(contribution(k.name, seat_k, stopped="the lecturer stopped the run"), done)
+                or done == f"{k.name} (seat {seat_k}): 0 gradients pushed; the lecturer stopped the run"), done
     assert aps.violations(run.trace) == [] and run.message == "stopped by live.stop()"
 
 
