@@ -369,14 +369,14 @@ class Room:
             again = isinstance(header.get("key"), str) and header["key"].encode() in self._by_key
             if who in self._seated_from and not again:   # one seat per door connection
                 raise wire.Refused("full", "this connection has taken its seat: one per student")
-            reply, array = self._join(header, None)
+            reply, array = self._join(header)
             if reply.get("ok"):
                 self._seated_from.add(who)
             return reply, array
         if op == "join":
             if self.door.door_key is not None:
                 raise wire.Refused("session", "already seated: join from the door, once")
-            return self._join(header, None)
+            return self._join(header)
         k = self._seat_of(who, key, fd, header)
         if self.failed is not None:                    # the students still asking are told why
             return {"ok": False, "refused": "failed", "why": str(self.failed)}, None
@@ -387,7 +387,7 @@ class Room:
         return handlers[op](k, header, payload)
 
     # -- joining and seats ------------------------------------------------------------------------
-    def _join(self, header, _):
+    def _join(self, header):
         token = header.get("token")
         if not isinstance(token, str) or not hmac.compare_digest(token.encode(), self._secret.encode()):
             raise wire.Refused("token", "a wrong or missing token")

@@ -199,8 +199,6 @@ class RoomServer:
         self._may_start = bool(reply.get("may_start", True))
         if reply.get("ok") and isinstance(reply.get("staleness"), int):
             self.stale.append(reply["staleness"])       # applied, this many versions late
-        elif not reply.get("ok") and not self.done:     # refused (its norm, say): not applied
-            self.refusals = getattr(self, "refusals", 0) + 1
         self.show()
 
     def may_start(self, worker):
