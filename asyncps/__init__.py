@@ -6,6 +6,11 @@
                        compute_times=[1, 1, 1, 4], seed=0)
     run.trace.pushes[-1].staleness
 """
+try:
+    import numpy as _numpy  # noqa: F401
+except ModuleNotFoundError as _missing:     # not the project's Python: say what to run (check.py)
+    from .check import wrong_python
+    raise wrong_python(_missing) from None
 from . import classroom, problems
 from .core import (ALL_POLICIES, LR_SCHEDULES, POLICIES, Compute, Drop, Lost, ParameterServer, Pull, Push, Run,
                    RunConfig, Snapshot, Trace, Wait, load_run, violations)
@@ -40,9 +45,9 @@ __version__ = "0.1.0"
 
 
 def __getattr__(name):
-    """`aps.widgets` and `aps.plot` are imported on first use, so `import asyncps` needs no
-    Jupyter and no matplotlib."""
-    if name in ("widgets", "plot"):
+    """`aps.widgets`, `aps.plot` and `aps.check` (the self-check, asyncps/check.py) are imported on
+    first use, so `import asyncps` needs no Jupyter and no matplotlib."""
+    if name in ("widgets", "plot", "check"):
         import importlib
         return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'asyncps' has no attribute {name!r}")

@@ -108,7 +108,7 @@ def run_graded(notebook, student, reference, timeout):
                                 allow_errors=True,
                                 resources={"metadata": {"path": str(notebook.resolve().parent)}})
         try:
-            client.execute()
+            client.execute(env=_kernel_env())
         except Exception as err:                               # noqa: BLE001 - e.g. a cell timed out
             failure = f"{type(err).__name__}: {str(err).strip().splitlines()[-1] if str(err).strip() else ''}"
         else:
@@ -287,6 +287,17 @@ def _dependencies(nb):
     return uses, owner
 
 
+def _kernel_env():
+    """The checked notebook's kernel's environment: this one, marked as a check's own run (an
+    aps.check() cell in the notebook must not start a check of its own) and with no notebook path
+    from JupyterLab (when aps.check() runs the check, its kernel has its notebook's)."""
+    from .check import CHECKING, SESSION
+
+    env = {k: v for k, v in os.environ.items() if k != SESSION}
+    env[CHECKING] = "1"
+    return env
+
+
 @contextlib.contextmanager
 def _kernel_manager():
     """The grading kernel's manager: on Unix sockets where the system has them. Over TCP a kernel
@@ -305,10 +316,13 @@ def _kernel_manager():
                 km.shutdown_kernel(now=True)
 
 
-def report(results, name, tool="asyncps.grade"):
+def report(results, name, tool="asyncps.grade", width=None):
+    """Points per task, the total, and the first thing to fix; `width`: cut each task's detail to
+    that many characters (the last line still says the first failure in full)."""
     lines = [f"{tool}: {name}"]
     for r in results:
-        lines.append(f"  {r.task[:48]:48s} {r.points:g} / {r.max_points:g}   {r.detail}")
+        detail = r.detail if width is None or len(r.detail) <= width else r.detail[:width - 3] + "..."
+        lines.append(f"  {r.task[:48]:48s} {r.points:g} / {r.max_points:g}   {detail}")
     total, best = sum(r.points for r in results), sum(r.max_points for r in results)
     lines.append(f"  {'total':48s} {total:g} / {best:g}")
     first = next((r for r in results if r.points < r.max_points

@@ -18,9 +18,13 @@ run going on with a broken state.
 A hook is checked twice: when the run is configured (`check`: does the policy use it, and can the
 server call it with the arguments above?), and on every call (`checked_*`: what it returns). An
 error raised inside a learner's hook gets a last line naming the hook and the push it was at.
+In a notebook, such an error (and one in what a hook returned) shows the learner's own code only:
+IPython draws it without the frames inside asyncps between their call and their function.
 """
+import functools
 import inspect
 import numbers
+import types
 
 import numpy as np
 
@@ -101,6 +105,49 @@ def explain(err, text):
     """Add a last line to an error raised inside a learner's hook: which hook, at which push."""
     if not any(note.startswith("asyncps:") for note in getattr(err, "__notes__", ())):
         err.add_note(f"asyncps: this {type(err).__name__} came from your {text}")
+    shown(err)
+
+
+def shown(err):
+    """`err`, drawn by IPython (a notebook) without asyncps's own frames: IPython asks an error for
+    `_render_traceback_()` before it formats one itself. The error's type and message are kept."""
+    err._render_traceback_ = functools.partial(_learner_traceback, err)
+    return err
+
+
+def _learner_traceback(err):
+    """IPython's traceback of `err` through the learner's frames only (their cells and functions),
+    with a line saying how many frames inside asyncps it leaves out."""
+    import traceback
+
+    try:
+        from IPython import get_ipython
+
+        entries, tb = [], err.__traceback__
+        while tb is not None:
+            entries.append(tb)
+            tb = tb.tb_next
+        inside = [t.tb_frame.f_globals.get("__name__", "").split(".")[0] for t in entries]
+        kept = [t for t, name in zip(entries, inside) if name not in ("asyncps", "IPython")]
+        if get_ipython() is None or not kept:
+            raise LookupError("no learner frame")
+        chain = None
+        for t in reversed(kept):
+            chain = types.TracebackType(chain, t.tb_frame, t.tb_lasti, t.tb_lineno)
+        stb = get_ipython().InteractiveTB.structured_traceback(type(err), err, chain, tb_offset=0)
+        last = max((i for i, text in enumerate(stb)
+                    if _plain(text).startswith(type(err).__name__)), default=len(stb))
+        hidden = inside.count("asyncps")
+        return stb[:last] + [f"[... {hidden} frame{'' if hidden == 1 else 's'} inside asyncps "
+                             f"hidden]"] * bool(hidden) + stb[last:]
+    except Exception:                                           # noqa: BLE001 - never fail to show it
+        return traceback.format_exception(type(err), err, err.__traceback__)
+
+
+def _plain(text):
+    """`text` without its terminal colours."""
+    import re
+    return re.sub(r"\x1b\[[0-9;]*m", "", text)
 
 
 def checked_apply(apply):
@@ -115,23 +162,33 @@ def checked_apply(apply):
             what = (f"{show(result)} (the new parameters alone?)" if isinstance(result, np.ndarray)
                     else f"a {type(result).__name__} of {items(result)}"
                     if isinstance(result, (list, tuple)) else show(result))
-            raise TypeError(f"apply returned {what}: it must return a tuple (new_params, "
-                            f"new_version, staleness), e.g. `return new_params, version + 1, "
-                            f"version - computed_on`")
+            raise shown(TypeError(f"apply returned {what}: it must return a tuple (new_params, "
+                                  f"new_version, staleness), e.g. `return new_params, version + 1, "
+                                  f"version - computed_on`"))
         new_params, new_version, staleness = result
         new_params = np.asarray(new_params, dtype=params.dtype)
         if new_params.shape != params.shape:
-            raise ValueError(f"apply returned new_params of shape {new_params.shape}: the parameters "
-                             f"have shape {params.shape}")
+            raise shown(ValueError(f"apply returned new_params of shape {new_params.shape}"
+                                   f"{_one_number(new_params)} for parameters of shape "
+                                   f"{params.shape}: your {_name(apply)} must return new "
+                                   f"parameters of shape {params.shape}, like params"))
         if new_version != version + 1:
-            raise ValueError(f"apply returned new_version={show(new_version)}: the server is at "
-                             f"v{version}, so this push must make v{version + 1}")
+            raise shown(ValueError(f"apply returned new_version={show(new_version)}: the server is "
+                                   f"at v{version}, so this push must make v{version + 1}"))
         if staleness != version - computed_on:
-            raise ValueError(f"apply returned staleness={show(staleness)}: a gradient computed on "
-                             f"v{computed_on} and applied to v{version} is stale by "
-                             f"{version - computed_on}")
+            raise shown(ValueError(f"apply returned staleness={show(staleness)}: a gradient computed "
+                                   f"on v{computed_on} and applied to v{version} is stale by "
+                                   f"{version - computed_on}"))
         return new_params, new_version, staleness
     return push
+
+
+def _name(fn):
+    return f"{getattr(fn, '__name__', 'function')}"
+
+
+def _one_number(array):
+    return " (one number)" if array.shape == () else ""
 
 
 def checked_average(average):
@@ -146,14 +203,19 @@ def checked_average(average):
             return None
         like = next(iter(grads.values()))
         if isinstance(step, (list, tuple, dict)):
-            raise TypeError(f"average returned a {type(step).__name__} of {items(step)}: it must "
-                            f"return one array shaped like the parameters {like.shape}, e.g. "
-                            f"`sum(grads.values()) / workers`, or None while not every worker has "
-                            f"pushed")
+            raise shown(TypeError(f"average returned a {type(step).__name__} of {items(step)}: it "
+                                  f"must return one array shaped like the parameters {like.shape}, "
+                                  f"e.g. `sum(grads.values()) / workers`, or None while not every "
+                                  f"worker has pushed"))
         step, shape = np.asarray(step, dtype=like.dtype), like.shape
         if step.shape != shape:
-            raise ValueError(f"average returned an array of shape {step.shape}: the parameters have "
-                             f"shape {shape} (or return None while the barrier is closed)")
+            hint = (": np.mean(...) without axis=0 averages every entry of every gradient into one "
+                    "number" if step.shape == () else "")
+            raise shown(ValueError(f"average returned an array of shape {step.shape}"
+                                   f"{_one_number(step)} for gradients of shape {shape}: your "
+                                   f"{_name(average)}(grads, workers) must return one gradient of "
+                                   f"shape {shape}, each entry the workers' entries combined (or "
+                                   f"None while the barrier is closed){hint}"))
         return step
     return round_
 
@@ -169,9 +231,9 @@ def checked_gate(gate):
         if not isinstance(answer, (bool, np.bool_)) and not (isinstance(answer, numbers.Integral)
                                                              and answer in (0, 1)):
             hint = " (does your gate end with `return ...`?)" if answer is None else ""
-            raise TypeError(f"gate returned {show(answer)} for a worker at clock {clock} "
-                            f"(clocks={list(clocks)}, max_ahead={max_ahead}): it must return True "
-                            f"or False{hint}")
+            raise shown(TypeError(f"gate returned {show(answer)} for a worker at clock {clock} "
+                                  f"(clocks={list(clocks)}, max_ahead={max_ahead}): it must return "
+                                  f"True or False{hint}"))
         return bool(answer)
     return gate_
 
@@ -188,7 +250,8 @@ def checked_schedule(schedule):
                 or rate == float("inf"):
             hint = (" (does your lr_schedule end with `return ...`?)" if rate is None else
                     "; keep it above 0 for every staleness, e.g. lr / (staleness + 1)")
-            raise ValueError(f"lr_schedule({lr:g}, {staleness}) returned {show(rate)} for a push "
-                             f"stale by {staleness}: a learning rate must be a finite number > 0{hint}")
+            raise shown(ValueError(f"lr_schedule({lr:g}, {staleness}) returned {show(rate)} for a "
+                                   f"push stale by {staleness}: a learning rate must be a finite "
+                                   f"number > 0{hint}"))
         return float(rate)
     return rate_

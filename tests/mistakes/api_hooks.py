@@ -77,6 +77,17 @@ def my_average(grads, workers):
 aps.simulate(problem, policy="sync", average=my_average)
 '''),
          says=["average returned a list of 1 item", "shaped like the parameters (3,)", "None"]),
+    dict(name="hooks-average-returns-one-number",
+         before="ValueError: average returned an array of shape (): the parameters have shape (3,) "
+                "(or return None while the barrier is closed), 7 frames into asyncps",
+         script=script('''
+import numpy as np
+def my_average(grads, workers):
+    return None if len(grads) < workers else np.mean(list(grads.values()))
+aps.simulate(problem, policy="sync", average=my_average)
+'''),
+         says=["average returned an array of shape () (one number)", "gradients of shape (3,)",
+               "my_average(grads, workers) must return one gradient of shape (3,)", "axis=0"]),
     dict(name="hooks-gate-forgets-return",
          before="TypeError: gate returned None: it must return True or False",
          script=script('''
