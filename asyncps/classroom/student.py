@@ -323,21 +323,29 @@ def _wait_for_start(room, seat):
 
 class StandIns:
     """Stand-in students: threads of this kernel that join a room's empty seats, each through the
-    network like a real student (`join`), so that a room runs when nobody has joined yet."""
+    network like a real student (`join`), so that a room runs when nobody has joined yet.
 
-    def __init__(self, room, problem, slowdowns=None):
+    "stand-in k" sits in seat k, the lane of worker k: they join one after another, each once the
+    one before is seated (a room seats a student in the lowest free seat), so their names follow
+    seat order, not the order in which threads happen to reach the room (a student who joins
+    meanwhile can still take a seat first)."""
+
+    def __init__(self, room, problem, slowdowns=None, timeout=30.0):
         import threading
 
         free = [k for k in range(room.config.workers) if k not in room.seats]
         slowdowns = [0.0] * len(free) if slowdowns is None else list(slowdowns)[:len(free)]
         slowdowns += [0.0] * (len(free) - len(slowdowns))
         self.contributions, self.errors, self._threads = {}, {}, []
-        for i, (k, slowdown) in enumerate(zip(free, slowdowns)):
-            name = f"stand-in {i + 1}"
-            thread = threading.Thread(target=self._join, name=f"asyncps-stand-in-{i + 1}",
+        self._names, self._gone = [], set()               # the stand-ins; those whose join ended
+        for k, slowdown in zip(free, slowdowns):
+            name = f"stand-in {k}"
+            thread = threading.Thread(target=self._join, name=f"asyncps-stand-in-{k}",
                                       args=(room, problem, name, slowdown), daemon=True)
             self._threads.append(thread)
+            self._names.append(name)
             thread.start()
+            self._until_seated(room, {name}, timeout)     # the next one takes the next seat
 
     def _join(self, room, problem, name, slowdown):
         try:
@@ -346,14 +354,18 @@ class StandIns:
         except RuntimeError as err:        # a real student took the seat first: nothing to do
             if "seats are taken" not in str(err):
                 self.errors[name] = err
+        finally:
+            self._gone.add(name)
 
     def seated(self, room, timeout=30.0):
         """Wait until every stand-in is seated (or has given up)."""
+        self._until_seated(room, set(self._names), timeout)
+
+    def _until_seated(self, room, names, timeout):
         deadline = time.monotonic() + timeout
-        names = {f"stand-in {i + 1}" for i in range(len(self._threads))}
         while time.monotonic() < deadline:
             seated = {s["name"] for s in list(room.seats.values())}
-            if names <= seated | set(self.errors) | set(self.contributions):
+            if names <= seated | self._gone:                  # seated, or gave up
                 return
             time.sleep(0.02)
 

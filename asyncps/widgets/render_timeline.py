@@ -98,54 +98,56 @@ class TimelineModel:
         return None
 
 
-CONTROL_WORDS = {"slow": "worker {worker} is slowed down by {value:g} s per gradient",
+CONTROL_WORDS = {"slow": "{worker} is slowed down by {value:g} s per gradient",
                  "lr": "the learning rate is set to {value:g}", "pause": "every worker pauses",
-                 "resume": "the workers go on", "kill": "worker {worker} is killed",
+                 "resume": "the workers go on", "kill": "{worker} is killed",
                  "stop": "the run is stopped"}
 
 
-def control_caption(e):
-    """A live change (a Control event) in plain words."""
-    return f"at t={e.time:.3g}: " + CONTROL_WORDS[e.what].format(worker=e.worker, value=e.value or 0.0)
+def control_caption(e, who=None):
+    """A live change (a Control event) in plain words; `who`: its worker's name (its lane's)."""
+    who = f"worker {e.worker}" if who is None else who
+    return f"at t={e.time:.3g}: " + CONTROL_WORDS[e.what].format(worker=who, value=e.value or 0.0)
 
 
 def caption(model, frame):
-    """Event `frame` in plain words."""
+    """Event `frame` in plain words, its worker named as its lane is (`student_name`)."""
     e, n = model.events[frame], model.workers
     at = model.version_at(frame)
+    who = student_name(model.trace, e.worker) if e.worker is not None else None
     if e.kind == "pull":
-        return f"worker {e.worker} pulls v{e.version}: a copy of the parameters, version {e.version}"
+        return f"{who} pulls v{e.version}: a copy of the parameters, version {e.version}"
     if e.kind == "compute":
-        return f"worker {e.worker} computed a gradient on v{e.computed_on}"
+        return f"{who} computed a gradient on v{e.computed_on}"
     if e.kind == "wait":
         span = f"from t={e.start:.3g} to t={e.end:.3g}"
         if e.reason == "barrier":
-            return (f"worker {e.worker} waited at the barrier {span}: every worker must push "
+            return (f"{who} waited at the barrier {span}: every worker must push "
                     f"before the server makes v{at}")
         if e.reason == "round":
-            return f"worker {e.worker} waited until its round closed, {span}: " + round_rule(model)
+            return f"{who} waited until its round closed, {span}: " + round_rule(model)
         s = model.trace.meta.get("max_clocks_ahead")
-        return (f"worker {e.worker} waited at the SSP gate {span}: it was more than s={s} clocks "
+        return (f"{who} waited at the SSP gate {span}: it was more than s={s} clocks "
                 f"ahead of the slowest worker")
     if e.kind == "lost":
-        return f"worker {e.worker} was lost ({e.reason}); the run goes on without it"
+        return f"{who} was lost ({e.reason}); the run goes on without it"
     if e.kind == "drop":
-        return (f"worker {e.worker}'s gradient, computed on v{e.computed_on}, came after its round "
+        return (f"{who}'s gradient, computed on v{e.computed_on}, came after its round "
                 f"closed (the server is at v{e.version}): dropped, never applied")
     if e.kind == "control":
-        return control_caption(e)
+        return control_caption(e, who)
     if model.averages:
         k, n = model.round_position[frame], model.round_size
         if k < n:
-            return (f"worker {e.worker} pushed its gradient computed on v{e.computed_on} "
+            return (f"{who} pushed its gradient computed on v{e.computed_on} "
                     f"(stale by {e.staleness}); the server waits for {n - k} more before v{e.applied_to} moves")
         every = model.trace.meta.get("push_every") or 1
         what = (f"{n} gradients of the round (fresh or stale)" if model.policy == "kasync" else
                 f"{n} gradients computed on v{e.computed_on}" if every == 1 else
                 f"{n} pushes (each the sum of {every} local gradients, starting from v{e.computed_on})")
-        return (f"worker {e.worker}'s push completes the round: the {what} are averaged and applied "
+        return (f"{who}'s push completes the round: the {what} are averaged and applied "
                 f"to v{e.applied_to} → v{e.applied_to + 1} (stale by {e.staleness})")
-    return (f"worker {e.worker} computed on v{e.computed_on}; the server is at v{e.applied_to}; "
+    return (f"{who} computed on v{e.computed_on}; the server is at v{e.applied_to}; "
             f"applied to v{e.applied_to} → v{e.applied_to + 1} (stale by {e.staleness})")
 
 
@@ -174,11 +176,15 @@ def lanes(trace):
     return sorted(int(k) for k in list(trace.meta.get("students") or {}) if str(k).isdigit())
 
 
-def lane_name(trace, worker):
-    """A worker's lane label: its student's name in a classroom run (cut to fit), else "worker k"."""
+def student_name(trace, worker):
+    """A worker's name: its student's in a classroom run, else "worker k" (captions say it)."""
     name = trace.meta.get("students", {}).get(str(worker)) if isinstance(trace.meta, dict) else None
-    if not isinstance(name, str) or not name:
-        return f"worker {worker}"
+    return name if isinstance(name, str) and name else f"worker {worker}"
+
+
+def lane_name(trace, worker):
+    """A worker's lane label: its `student_name`, cut to fit."""
+    name = student_name(trace, worker)
     return name if len(name) <= 10 else name[:9] + "…"
 
 
