@@ -17,12 +17,13 @@ import asyncps as aps
 
 problem = aps.problems.Quadratic(curvature=[1.0, 4.0], x0=[1.0, 1.0])
 run = aps.simulate(problem, workers=2, policy="async", lr=0.1, steps=6, compute_times=[1, 1.5])
-timeline = aps.widgets.Timeline(run)
+timeline = aps.widgets.Timeline(run, frame="stale")     # it opens on the first stale push
 timeline
 
 # %% [markdown] fragment
 # Press **▶** to play, **step ▶** / **◀ step** to move one event, or drag the **frame** slider.
 # The caption under the lanes narrates the current event. Red arrows are *stale* pushes.
+# The widget opens on the first one, `frame="stale"`: the frame named in its caption.
 
 # %% [markdown] slide
 # ## What the widget shows, as text
@@ -30,12 +31,16 @@ timeline
 # render (a static page) and for checking your reading of the picture.
 
 # %%
-timeline.frame = run.trace.events.index(run.trace.pushes[1])    # the second push
-print(timeline.state)
+print(timeline.state)                         # the frame the widget shows: the first stale push
+shown = run.trace.events[timeline.frame]      # its event, from the run
+if shown.kind == "push" and shown.staleness > 0:
+    print(f"worker {shown.worker}'s gradient was computed on v{shown.computed_on}, but the server "
+          f"had already moved to v{shown.applied_to}: it is applied to v{shown.applied_to} anyway")
+else:
+    print("no push came late in this run: every gradient landed on the version it was computed on")
 
 # %% [markdown] fragment
-# Worker 1's gradient was computed on v0, but the server had already moved to v1: it is applied
-# to v1 anyway. That is the whole lecture in one sentence — the rest asks *why that still works*.
+# That is the whole lecture in one sentence — the rest asks *why that still works*.
 
 # %% [markdown] slide
 # ## The trace behind it
@@ -77,8 +82,8 @@ for push in run.trace.pushes[:4]:
 #
 # <details><summary>Answers</summary>
 #
-# 1. It read v0 and its gradient landed on v1: the second printed push says `computed_on=0`,
-#    `applied_to=1`, `staleness=1`.
+# 1. It read v0 and its gradient landed on v1: the sentence printed under `timeline.state` says so,
+#    read from its Push (`computed_on`, `applied_to`, `staleness`), the second one printed.
 # 2. Two: under async every push makes one new version, v1 and then v2.
 # 3. `run.trace.pushes`, keeping those with `staleness > 0` (the red arrows in the Timeline).
 # </details>

@@ -40,22 +40,26 @@ print(f'  import asyncps as aps\n  problem = aps.problems.LeastSquares(n=2048, d
       f'problem=problem)')
 
 # %% [markdown] fragment
-# **Predict, then run.** One of the stand-ins below is on a slow Wi-Fi: 5 ms more per gradient
-# than the others. Whose pushes will be the stalest, and by about how many versions?
+# **Predict, then run.** One of the stand-ins below is on a slow Wi-Fi: `SLOWDOWNS` gives each
+# empty seat, in seat order, its extra seconds per gradient. Whose pushes will be the stalest,
+# and by about how many versions?
 
 # %% [markdown] slide
 # ## Wait for the class, fill the empty seats, start
 # The room waits: `WAIT` seconds for students to join (0 when this notebook is built); every seat
 # still empty then gets a stand-in, and `fill` starts the run with `room.start()` once they are
-# seated. With a real class, call `room.start()` yourself when everyone is in (or open the room
+# seated. Stand-in k sits in seat k: its lane is worker k's. With a real class, call `room.start()` yourself when everyone is in (or open the room
 # with `start_with=N`); a student who comes later joins the running async run at its version.
 
 # %% tags=nbval-ignore-output
 WAIT = 0
+SLOWDOWNS = [0.001, 0.001, 0.001, 0.006]               # seconds per gradient: the last is slow
 deadline = time.monotonic() + WAIT
 while time.monotonic() < deadline and len(room.seats) < SEATS:
     time.sleep(0.5)
-stand_ins = aps.classroom.fill(room, problem, slowdowns=[0.001, 0.001, 0.001, 0.006])  # then start()
+empty = [k for k in range(SEATS) if k not in room.seats]
+slow_seat = empty[int(np.argmax(SLOWDOWNS[:len(empty)]))] if empty else None
+stand_ins = aps.classroom.fill(room, problem, slowdowns=SLOWDOWNS)           # then start()
 assert stand_ins.errors == {} and room.started
 room
 
@@ -83,18 +87,21 @@ by_student = {name: np.mean([p.staleness for p in run.trace.pushes if p.worker =
               for w, name in run.trace.meta["students"].items()}
 pushes = {name: sum(p.worker == int(w) for p in run.trace.pushes)
           for w, name in run.trace.meta["students"].items()}
+slow_wifi = run.trace.meta["students"].get(str(slow_seat), "nobody (every seat was a student's)")
+print(f"the slow Wi-Fi: {slow_wifi}, seat {slow_seat}")
 print(f"the stalest on average: {max(by_student, key=by_student.get)}; "
       f"the fewest pushes: {min(pushes, key=pushes.get)}")
 
 # %% [markdown] fragment
-# The slow Wi-Fi (stand-in 4, when nobody joined) has the stalest gradients: while it computes,
-# every other student pushes several times. Its pushes are also the fewest. Both are the straggler of lecture 02, on a
-# network instead of a simulator.
+# The slow Wi-Fi (the seat printed above) has the stalest gradients: while it computes, every
+# other student pushes several times. Its pushes are also the fewest. Both are the straggler of
+# lecture 02, on a network instead of a simulator.
 
 # %% [markdown] slide
 # ## The room's run is a run like any other
-# Its Timeline names each lane by its student; it checks against the same invariants; it saves,
-# loads and opens in Perfetto like a simulated one.
+# Its Timeline names each lane by its student, in seat order, and its captions name them the same
+# way; it checks against the same invariants; it saves, loads and opens in Perfetto like a
+# simulated one.
 
 # %% tags=nbval-ignore-output
 assert run.trace.meta["engine"] == "classroom"     # a run on the room's real clock
