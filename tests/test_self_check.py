@@ -146,3 +146,104 @@ def test_names_are_read_by_ast_and_by_a_regex_where_the_cell_does_not_parse():
     assert defined == {"np", "x", "y", "f"} and "g" in read and "x" not in read
     assert grader._names("%matplotlib inline\nz = w")[0] == {"z"}
     assert grader._names("def f(:\n    pass\nq = 3")[0] == {"f", "q"}
+
+
+# -- aps.check() in the notebook, a wrong-shaped answer, and a Python that is not the project's ----
+SCALAR_MEAN = '''def average(grads, workers):
+    if len(grads) < workers:
+        return None
+    return np.mean(list(grads.values()))
+'''
+
+
+def test_aps_check_in_a_jupyterlab_kernel_checks_its_notebook_as_saved_and_a_scalar_mean_fails_task_1_1(
+        tmp_path):
+    """The notebook runs in a kernel started as JupyterLab starts one (JPY_SESSION_NAME: its path);
+    its last cell, aps.check(), checks the saved file in a fresh kernel, where that cell must not
+    check again. A scalar np.mean answer to Task 1.1 fails Task 1.1, not Task 1.3, and the cells
+    that hand it to the server show the learner's cell and the message, no asyncps frame."""
+    import os
+    import re
+    from nbclient import NotebookClient
+
+    path = answered("01-sync-round", tmp_path, {"average": SCALAR_MEAN})
+    nb = nbformat.read(path, 4)
+    assert nb.cells[-1].source == "aps.check()"
+    env = dict(os.environ, JPY_SESSION_NAME=str(path))
+    env.pop("ASYNCPS_CHECKING", None)
+    NotebookClient(nb, timeout=120, kernel_name="python3", allow_errors=True,
+                   resources={"metadata": {"path": str(tmp_path)}}).execute(env=env)
+    shown = "".join(o.get("text", "") for o in nb.cells[-1].outputs)
+    lines = shown.strip().splitlines()
+    assert lines[0].startswith("aps.check(): 01-sync-round.ipynb as saved at "), shown
+    assert "Ctrl+S" in lines[-1] and len(lines) <= 9 and max(map(len, lines[1:-2])) < 130, shown
+    assert re.search(r"Task 1\.1: barrier and average +0 / 3 +AssertionError: both pushed", shown)
+    assert re.search(r"Task 1\.3: one big batch +0 / 1 +not checked: it uses average from Task 1\.1", shown)
+    assert lines[-2].startswith("first to fix: Task 1.1") and "shape ()" in lines[-2], shown
+    errors = [o for c in nb.cells for o in c.get("outputs", []) if o.output_type == "error"]
+    from_server = [e for e in errors if e.ename == "ValueError"]
+    assert len(from_server) == 3, [(e.ename, e.evalue) for e in errors]
+    for e in from_server:
+        assert e.evalue.startswith("average returned an array of shape () (one number) for "
+                                   "gradients of shape (5,): your average(grads, workers) must "
+                                   "return one gradient of shape (5,)"), e.evalue
+        text = grader.ANSI.sub("", "\n".join(e.traceback))
+        assert "[... 7 frames inside asyncps hidden]" in text and "Cell In[" in text, text
+        assert "asyncps/" not in text and "File " not in text, text
+
+
+def test_the_checked_run_is_marked_so_an_aps_check_cell_does_not_check_again(monkeypatch, tmp_path):
+    from asyncps import check as module
+
+    monkeypatch.setenv("JPY_SESSION_NAME", str(tmp_path / "mine.ipynb"))
+    env = grader._kernel_env()
+    assert "JPY_SESSION_NAME" not in env and env["ASYNCPS_CHECKING"] == "1"
+    monkeypatch.setenv("ASYNCPS_CHECKING", "1")
+    assert module.in_notebook() == "aps.check(): skipped here: this is the check's own run of the notebook"
+
+
+def test_aps_check_outside_jupyterlab_says_what_to_pass(monkeypatch, tmp_path, capsys):
+    import asyncps as aps
+
+    monkeypatch.delenv("ASYNCPS_CHECKING", raising=False)
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    monkeypatch.chdir(tmp_path)
+    aps.check()
+    said = capsys.readouterr().out
+    assert said.startswith("aps.check(): this kernel does not say which notebook it runs") and \
+        "aps.check('exercises/01-sync-round.ipynb')" in said and "python -m asyncps.check" in said
+    monkeypatch.setenv("JPY_SESSION_NAME", str(tmp_path / "renamed.ipynb"))
+    assert "renamed.ipynb, which is no longer there" in aps.check.in_notebook()
+    aps.check(tmp_path / "nope.ipynb")
+    assert "no such file" in capsys.readouterr().out
+
+
+def wrong_python(tmp_path, *argv, numpy=False):
+    """What a Python without the project's packages says to `python -m ...argv` in the repository
+    (this venv's base interpreter without its site-packages; with numpy alone where numpy=True)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    if numpy:
+        import numpy as np
+        (tmp_path / "numpy").symlink_to(Path(np.__file__).parent)
+        env["PYTHONPATH"] = str(tmp_path)
+    done = subprocess.run([sys._base_executable, "-S", "-m", *argv], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=60)
+    return done.returncode, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("argv, numpy, missing", [
+    (["asyncps.check", "exercises/01-sync-round.ipynb"], False, "numpy"),
+    (["asyncps", "check", "exercises/01-sync-round.ipynb"], False, "numpy"),
+    (["asyncps.check", "exercises/01-sync-round.ipynb"], True, "nbformat"),
+    (["asyncps", "check", "exercises/01-sync-round.ipynb"], True, "nbformat")])
+def test_a_python_that_is_not_the_projects_says_what_to_run_instead(tmp_path, argv, numpy, missing):
+    status, said = wrong_python(tmp_path, *argv, numpy=numpy)
+    command = " ".join(["-m", *argv])
+    assert status == 2 and "Traceback" not in said and len(said.strip().splitlines()) == 1, said
+    assert f"has no {missing}: it is not the project's" in said
+    assert f"Run `.venv/bin/python {command}` instead" in said, said
+    assert f"`source .venv/bin/activate` once in this terminal and then `python {command}`" in said

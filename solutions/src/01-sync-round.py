@@ -7,6 +7,9 @@
 # it.
 #
 # Lecture notebook: [01 · The synchronous parameter server](../notebooks/01-synchronous-ps.ipynb).
+#
+# **Check your work** at any time: save (Ctrl+S), then run `aps.check()` in a cell (the
+# notebook's last cell holds one). It shows your points per task (the visible tests).
 
 # %%
 import numpy as np
@@ -40,11 +43,16 @@ def average(grads, workers):
 # %% tests id=check-average points=3
 assert average({0: np.array([1.0, 0.0])}, 2) is None, "one of two pushed: the barrier stays closed"
 got = average({0: np.array([1.0, 0.0]), 1: np.array([0.0, 1.0])}, 2)
-assert got is not None and np.allclose(got, [0.5, 0.5]), "both pushed: their average"
+assert got is not None, "both pushed: the barrier opens (return their average, not None)"
+assert np.shape(got) == (2,), f"both pushed: average returned {got!r:.40} of shape {np.shape(got)}; " \
+    "it must return one gradient of shape (2,), like each worker's, averaged entry by entry " \
+    "(np.mean(..., axis=0); without axis=0 np.mean averages everything into one number)"
+assert np.allclose(got, [0.5, 0.5]), "both pushed: their average"
 ### BEGIN HIDDEN TESTS
 rng = np.random.default_rng(3)
 for n in (1, 3, 5):
     g = {k: rng.standard_normal(4) for k in range(n)}
+    assert np.shape(average(g, n)) == (4,), "one gradient, shaped like each worker's"
     assert np.allclose(average(g, n), np.mean(list(g.values()), axis=0))
     if n > 1:
         assert average({k: g[k] for k in range(n - 1)}, n) is None
@@ -172,7 +180,8 @@ for bad in range(4):
 # %% tests id=check-robust-average points=3
 assert robust_average({0: np.array([1.0, 0.0])}, 2) is None, "one of two pushed: the barrier stays closed"
 both = robust_average({0: np.array([1.0, 2.0]), 1: np.array([1.0, 2.0]), 2: np.array([1.0, 2.0])}, 3)
-assert both is not None and np.allclose(both, [1.0, 2.0]), "three equal gradients: that gradient"
+assert both is not None and np.shape(both) == (2,) and np.allclose(both, [1.0, 2.0]), \
+    f"three equal gradients of shape (2,): that gradient; robust_average returned {both!r:.40}"
 ### BEGIN HIDDEN TESTS
 for seed in range(5):
     settings = dict(workers=4, policy="sync", lr=0.05, steps=150, jitter=0.3, seed=seed)
@@ -195,3 +204,13 @@ for seed in range(5):
 #    round once 3 of the 4 gradients are in ("backup workers", Chen et al. 2016)? (Hint: where
 #    would the fourth gradient land, and what does the barrier look at?)
 # 2. How many broken workers out of 4 can your rule survive? Out of 5?
+
+# %% [markdown]
+# ## Check your work
+# Save first (Ctrl+S): `aps.check()` runs this notebook **as last saved**, top to bottom in a fresh
+# kernel, and shows the points per task of the tests you can see (your grade also runs hidden
+# tests) and the first thing to fix. In a terminal: `python -m asyncps.check
+# exercises/01-sync-round.ipynb`.
+
+# %%
+aps.check()

@@ -8,6 +8,9 @@
 #
 # Lecture notebook: [02 · The asynchronous parameter server](../notebooks/02-asynchronous-ps.ipynb).
 # Run every cell from the top; a cell that says `NotImplementedError` is waiting for your code.
+#
+# **Check your work** at any time: save (Ctrl+S), then run `aps.check()` in a cell (the
+# notebook's last cell holds one). It shows your points per task (the visible tests).
 
 # %%
 import numpy as np
@@ -48,6 +51,8 @@ pushed = async_push(params, 1, np.array([0.0, 1.0]), 0, 0.5)
 assert isinstance(pushed, tuple) and len(pushed) == 3, \
     f"async_push must return a tuple (new_params, new_version, staleness); it returned {pushed!r:.60}"
 new_params, new_version, staleness = pushed
+assert np.shape(new_params) == (2,), \
+    f"new_params has shape {np.shape(new_params)}: it must have the shape of params, (2,)"
 assert np.allclose(new_params, [1.0, 0.5]), "the step lands on the current parameters"
 assert new_version == 2, "the push computed on v0, applied to v1, makes v2"
 assert staleness == 1, "computed on v0, applied to v1: stale by 1"
@@ -59,7 +64,8 @@ for _ in range(20):
     v = int(rng.integers(0, 50))
     c = int(rng.integers(0, v + 1))
     got = async_push(p.copy(), v, g, c, 0.1)
-    assert np.allclose(got[0], p - 0.1 * g) and got[1] == v + 1 and got[2] == v - c
+    assert np.shape(got[0]) == (3,) and np.allclose(got[0], p - 0.1 * g)
+    assert got[1] == v + 1 and got[2] == v - c
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -239,3 +245,13 @@ assert np.mean(yours_versions) <= 1.6 * np.mean(plain_versions), \
 #    every push is stale by 7? What would you change?
 # 2. Lecture 03c divides every push's lr by staleness + 1. Where would that rule land on the two
 #    measures above, and why?
+
+# %% [markdown]
+# ## Check your work
+# Save first (Ctrl+S): `aps.check()` runs this notebook **as last saved**, top to bottom in a fresh
+# kernel, and shows the points per task of the tests you can see (your grade also runs hidden
+# tests) and the first thing to fix. In a terminal: `python -m asyncps.check
+# exercises/02-async-push.ipynb`.
+
+# %%
+aps.check()

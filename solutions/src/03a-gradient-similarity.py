@@ -17,6 +17,9 @@
 # Lecture notebooks: [03a · Claim A: similar gradients](../notebooks/03a-similar-gradients.ipynb)
 # and [03b · Claim B: more iterations, less time](../notebooks/03b-more-iterations.ipynb). Run
 # every cell from the top; a cell that says `NotImplementedError` is waiting for your code.
+#
+# **Check your work** at any time: save (Ctrl+S), then run `aps.check()` in a cell (the
+# notebook's last cell holds one). It shows your points per task (the visible tests).
 
 # %%
 import math
@@ -505,3 +508,13 @@ display(Markdown(
 #    gradient — the mean of the 4 shard gradients — is zero, and four vectors whose mean is zero
 #    cannot all point the same way.)
 # 2. Repeat the staleness angle with 8 workers and lr 1.0. Does the smallest cosine fall?
+
+# %% [markdown]
+# ## Check your work
+# Save first (Ctrl+S): `aps.check()` runs this notebook **as last saved**, top to bottom in a fresh
+# kernel, and shows the points per task of the tests you can see (your grade also runs hidden
+# tests) and the first thing to fix. In a terminal: `python -m asyncps.check
+# exercises/03a-gradient-similarity.ipynb`.
+
+# %%
+aps.check()

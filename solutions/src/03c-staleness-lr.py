@@ -10,6 +10,9 @@
 # Lecture notebook: [03c · Why staleness needs a smaller
 # lr](../notebooks/03c-staleness-and-the-lr.ipynb). Run every cell from the top; a cell that says
 # `NotImplementedError` is waiting for your code.
+#
+# **Check your work** at any time: save (Ctrl+S), then run `aps.check()` in a cell (the
+# notebook's last cell holds one). It shows your points per task (the visible tests).
 
 # %%
 import math
@@ -320,6 +323,8 @@ pushed = push(np.array([2.0]), 0, np.array([0.5]), 0, 0.1)
 assert isinstance(pushed, tuple) and len(pushed) == 3, \
     f"your push must return a tuple (new_params, new_version, staleness); it returned {pushed!r:.60}"
 new_params, new_version, staleness = pushed
+assert np.shape(new_params) == (1,), \
+    f"new_params has shape {np.shape(new_params)}: it must have the shape of params, (1,)"
 assert np.allclose(new_params, [1.95]) and new_version == 1 and staleness == 0, \
     "a fresh push is the plain step"
 ### BEGIN HIDDEN TESTS
@@ -328,7 +333,8 @@ params = np.array([1.0])
 for version in range(6):                       # fresh pushes with made-up gradients
     grad = np.array([0.3 * (version - 2)])
     got, new_version, staleness = fresh(params.copy(), version, grad, version, 0.5)
-    assert np.allclose(got, params - 0.5 * grad) and new_version == version + 1 and staleness == 0
+    assert np.shape(got) == (1,) and np.allclose(got, params - 0.5 * grad)
+    assert new_version == version + 1 and staleness == 0
     params = got
 
 
@@ -386,3 +392,13 @@ assert np.mean(your_versions) <= 1.1 * np.mean(plain_versions), \
 #    gradients and parameters it has seen? Why does DC-ASGD's λ · g ⊙ g fail on this quadratic?
 # 2. Give the last of 4 workers a straggler (`compute_times=[1, 1, 1, 4]`). The staleness now varies
 #    from push to push. Is the staleness-aware lr still the same as a smaller constant lr?
+
+# %% [markdown]
+# ## Check your work
+# Save first (Ctrl+S): `aps.check()` runs this notebook **as last saved**, top to bottom in a fresh
+# kernel, and shows the points per task of the tests you can see (your grade also runs hidden
+# tests) and the first thing to fix. In a terminal: `python -m asyncps.check
+# exercises/03c-staleness-lr.ipynb`.
+
+# %%
+aps.check()

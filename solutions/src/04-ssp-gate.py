@@ -13,6 +13,9 @@
 # Lecture notebook: [04 · Stale Synchronous Parallel
 # (SSP)](../notebooks/04a-stale-synchronous-parallel.ipynb). Run every cell from the top; a cell that
 # says `NotImplementedError` is waiting for your code.
+#
+# **Check your work** at any time: save (Ctrl+S), then run `aps.check()` in a cell (the
+# notebook's last cell holds one). It shows your points per task (the visible tests).
 
 # %%
 import math
@@ -401,3 +404,13 @@ display(Markdown(
 #    under the limit in the five runs? Would you trust it on the next five seeds?
 # 4. Task 4.5's formula holds for K-async. Why does `ksync`'s round here take longer than it (lecture
 #    04c), and what would the server have to do for the formula to hold?
+
+# %% [markdown]
+# ## Check your work
+# Save first (Ctrl+S): `aps.check()` runs this notebook **as last saved**, top to bottom in a fresh
+# kernel, and shows the points per task of the tests you can see (your grade also runs hidden
+# tests) and the first thing to fix. In a terminal: `python -m asyncps.check
+# exercises/04-ssp-gate.ipynb`.
+
+# %%
+aps.check()

@@ -15,6 +15,9 @@
 # Lecture notebooks: [05a · Local updates](../notebooks/05a-local-updates.ipynb) and
 # [05b · Periodic averaging](../notebooks/05b-periodic-averaging.ipynb). Run every cell from the
 # top; a cell that says `NotImplementedError` is waiting for your code.
+#
+# **Check your work** at any time: save (Ctrl+S), then run `aps.check()` in a cell (the
+# notebook's last cell holds one). It shows your points per task (the visible tests).
 
 # %%
 import numpy as np
@@ -358,3 +361,13 @@ else:
 #    step: the gradient goes straight to the server and the next pull replaces the copy.)
 # 2. Run the table with 4 workers and `compute_times=[1, 1, 1, 4]`. Which of the runs wait for the
 #    straggler, and how often? (`run.trace.idle_time_per_worker()`)
+
+# %% [markdown]
+# ## Check your work
+# Save first (Ctrl+S): `aps.check()` runs this notebook **as last saved**, top to bottom in a fresh
+# kernel, and shows the points per task of the tests you can see (your grade also runs hidden
+# tests) and the first thing to fix. In a terminal: `python -m asyncps.check
+# exercises/05-local-updates.ipynb`.
+
+# %%
+aps.check()

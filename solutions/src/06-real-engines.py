@@ -11,6 +11,9 @@
 # Lecture notebook: [06 · Threads, processes and
 # GPUs](../notebooks/06-threads-processes-gpus.ipynb). Run every cell from the top; a cell that says
 # `NotImplementedError` is waiting for your code.
+#
+# **Check your work** at any time: save (Ctrl+S), then run `aps.check()` in a cell (the
+# notebook's last cell holds one). It shows your points per task (the visible tests).
 
 # %%
 import numpy as np
@@ -322,3 +325,13 @@ display(Markdown(
 #    choose for N = 8, and what changes when a gradient touches 1 % of the parameters (try
 #    `density=0.01` in `costs.gradients_per_second`: the server moves only those rows, the
 #    ring the dense tensor)?
+
+# %% [markdown]
+# ## Check your work
+# Save first (Ctrl+S): `aps.check()` runs this notebook **as last saved**, top to bottom in a fresh
+# kernel, and shows the points per task of the tests you can see (your grade also runs hidden
+# tests) and the first thing to fix. In a terminal: `python -m asyncps.check
+# exercises/06-real-engines.ipynb`.
+
+# %%
+aps.check()

@@ -8,6 +8,9 @@
 #
 # Lecture notebook: [07 · Several machines](../notebooks/07-several-machines.ipynb). Run every cell
 # from the top; a cell that says `NotImplementedError` is waiting for your code.
+#
+# **Check your work** at any time: save (Ctrl+S), then run `aps.check()` in a cell (the
+# notebook's last cell holds one). It shows your points per task (the visible tests).
 
 # %%
 import numpy as np
@@ -213,3 +216,13 @@ else:
 #    What does that cost in drift (lecture 05)?
 # 2. Between real machines add the network's latency. Why does the rpc world bind to 127.0.0.1
 #    unless told otherwise, and what must you open between machines to run it for real (lecture 07)?
+
+# %% [markdown]
+# ## Check your work
+# Save first (Ctrl+S): `aps.check()` runs this notebook **as last saved**, top to bottom in a fresh
+# kernel, and shows the points per task of the tests you can see (your grade also runs hidden
+# tests) and the first thing to fix. In a terminal: `python -m asyncps.check
+# exercises/07-several-machines.ipynb`.
+
+# %%
+aps.check()

@@ -26,6 +26,15 @@ def average(grads, workers):
         return None
     return sum(grads.values()) / (workers + 1)
 '''),
+    dict(cell="average",
+         loses=["check-average", "check-gap"],
+         why="np.mean of everything: one number, not one gradient (np.allclose broadcasts it)",
+         code='''
+def average(grads, workers):
+    if len(grads) < workers:
+        return None
+    return np.mean(list(grads.values()))
+'''),
     dict(cell="predict-idle",
          loses=["check-predict-idle"],
          why="a straggler 3 times slower: thinks the fast workers wait a third of the time",
