@@ -17,13 +17,16 @@ TEST    = $(VENV)/.installed-test
 # torch. On Linux, PyPI's torch is the CUDA build (~15 nvidia-* packages, several GB); the CPU
 # build is "+cpu" on PyTorch's own index. It is installed first, alone, so that nothing later can
 # swap it for the CUDA build; a local wheel cache (PIP_FIND_LINKS) serves it with no network.
+# pip does not retry PyTorch's index (--retries 0): offline, a retry only costs time and prints a
+# "WARNING: Retrying ..." that -qq cannot hide (pip logs its network library's warnings apart);
+# where torch cannot be installed, make says which index it tried.
 # GPU users: make lab TORCH=cuda (PyPI's default build; after `make clean` if .venv exists).
 TORCH         ?= cpu
 TORCH_VERSION ?= 2.13.0
 ifeq ($(TORCH),cpu)
   ifeq ($(shell uname -s),Linux)
     TORCH_REQ   = torch==$(TORCH_VERSION)+cpu
-    TORCH_INDEX = --index-url https://download.pytorch.org/whl/cpu --retries 1
+    TORCH_INDEX = --index-url https://download.pytorch.org/whl/cpu --retries 0
   else
     TORCH_REQ   = torch==$(TORCH_VERSION)
   endif
@@ -70,21 +73,23 @@ venv: $(LAB) $(LAB_SETTINGS)
 
 # The two install steps, each a target of its own (tests/test_install.py runs them with the
 # package index unreachable): torch alone, then the package and its extras.
+# (the install's commands are not echoed: what make lab prints is what the learner acts on)
 $(PY):
-	$(PYTHON) -m venv $(VENV)
+	@$(PYTHON) -m venv $(VENV)
 
 torch: $(PY)
-	$(PY) -m pip install $(QUIET_PIP) --no-deps $(TORCH_INDEX) "$(TORCH_REQ)"
+	@$(PY) -m pip install $(QUIET_PIP) --no-deps $(TORCH_INDEX) "$(TORCH_REQ)" \
+		|| { echo "make: pip could not install $(TORCH_REQ)$(if $(TORCH_INDEX), from $(word 2,$(TORCH_INDEX)): can this machine reach it? (offline: a folder with its wheel in PIP_FIND_LINKS)); VERBOSE=1 shows pip's whole log"; exit 1; }
 
 packages: $(PY)
-	$(PY) -m pip install $(QUIET_PIP) $(PIP_FLAGS) "$(TORCH_REQ)" -e ".[$(EXTRAS)]"
+	@$(PY) -m pip install $(QUIET_PIP) $(PIP_FLAGS) "$(TORCH_REQ)" -e ".[$(EXTRAS)]"
 
 $(LAB): pyproject.toml
 	@echo "installing $(TORCH_REQ), then asyncps and JupyterLab, into $(VENV): a few minutes;" \
 		"pip prints nothing unless it fails (VERBOSE=1: its whole log)"
-	$(MAKE) --no-print-directory torch
-	$(MAKE) --no-print-directory packages EXTRAS=torch,lab
-	touch $@
+	@$(MAKE) --no-print-directory torch
+	@$(MAKE) --no-print-directory packages EXTRAS=torch,lab
+	@touch $@
 
 $(TEST): pyproject.toml $(LAB)
 	$(MAKE) --no-print-directory packages EXTRAS=test
@@ -110,13 +115,20 @@ netns:
 	else echo "make: no unshare or ip command and not root: the torchrun tests will skip (CI=true: fail)"; fi
 
 $(LAB_SETTINGS): $(LAB) Makefile
-	mkdir -p $(@D)
-	echo '{"@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": false}}' > $@
+	@mkdir -p $(@D)
+	@echo '{"@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": false}}' > $@
 
 # the server logs warnings and errors only, so that its last lines before a browser connects are
-# its own "To access the server ... copy and paste one of these URLs" block
+# its own "To access the server ... copy and paste one of these URLs" block; etc/jupyter/lab/
+# (jupyter_server_config.py) drops the log lines nobody can act on (a notebook "is not trusted", on
+# every open) and encrypts the kernels' messages (else each kernel warns that they are not).
+# The venv is activated for the server, so the kernels' `!` commands find its python and pip, and
+# JupyterLab's terminals activate it after the learner's ~/.bashrc (etc/jupyter/lab/terminal.bashrc).
+VENV_DIR = $(abspath $(VENV))
 lab: $(LAB) $(LAB_SETTINGS)
 	@$(if $(NO_BROWSER),echo "make lab: no browser opened ($(NO_BROWSER)): open the URL JupyterLab prints last",:)
+	@PATH="$(VENV_DIR)/bin:$$PATH" VIRTUAL_ENV="$(VENV_DIR)" \
+	JUPYTER_CONFIG_PATH=$(CURDIR)/etc/jupyter/lab$${JUPYTER_CONFIG_PATH:+:$$JUPYTER_CONFIG_PATH} \
 	$(VENV)/bin/jupyter lab --ServerApp.root_dir=. --LabApp.default_url=$(START) \
 		--ServerApp.ip=127.0.0.1 --ServerApp.open_browser=$(if $(NO_BROWSER),False,True) \
 		--ServerApp.log_level=WARN --LabApp.log_level=WARN --LabApp.news_url=None \
@@ -131,18 +143,33 @@ lab: $(LAB) $(LAB_SETTINGS)
 # share/jupyter/voila/templates/asyncps (Voila's lab template with Font Awesome, the widgets' icons,
 # served by Voila from a pinned copy, not from a CDN: no network needed), and nbgrader's and
 # Notebook 7's JupyterLab extensions kept out of the page: in Voila they only fail (errors in the
-# browser's console, for want of JupyterLab's file browser and document registry).
+# browser's console, for want of JupyterLab's file browser and document registry); etc/jupyter/voila.py
+# drops the "is not trusted" line each page logs and encrypts the kernels' messages.
+# make demo prints the URL to open, with its token (random, new each run: JUPYTER_TOKEN, so that
+# `ps` does not show it), once Voila listens; Voila logs warnings and errors only. DEMO_PORT=8867
+# serves on another port (make demo refuses a port that is taken: a second make demo, say).
 PAGE ?= playground
+DEMO_PORT ?= 8866
+PORT_FREE = import socket, sys; s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("127.0.0.1", int(sys.argv[1])))
+PORT_OPEN = import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1)
 VOILA_ICONS = share/jupyter/voila/templates/asyncps/static/fontawesome
 $(VOILA_ICONS)/css/all.min.css: scripts/vendor.py
-	$(PYTHON) scripts/vendor.py fontawesome $(VOILA_ICONS)
+	@$(PYTHON) scripts/vendor.py fontawesome $(VOILA_ICONS)
 demo: $(LAB) $(VOILA_ICONS)/css/all.min.css
 	@case "$(PAGE)" in playground|live) ;; *) echo "make demo: PAGE=$(PAGE) is not allowed: use PAGE=playground (the default) or PAGE=live"; exit 2;; esac
-	JUPYTER_PATH=$(CURDIR)/share/jupyter$${JUPYTER_PATH:+:$$JUPYTER_PATH} \
-	JUPYTER_CONFIG_PATH=$(CURDIR)/etc/jupyter$${JUPYTER_CONFIG_PATH:+:$$JUPYTER_CONFIG_PATH} \
-	$(VENV)/bin/voila notebooks/$(PAGE).ipynb --no-browser --Voila.ip=127.0.0.1 \
-		--MappingKernelManager.cull_idle_timeout=120 --MappingKernelManager.cull_interval=30 \
-		--token=$$($(PY) -c "import secrets; print(secrets.token_hex(16))")
+	@case "$(DEMO_PORT)" in ""|*[!0-9]*) false;; *) [ "$(DEMO_PORT)" -ge 1024 ] && [ "$(DEMO_PORT)" -le 65535 ];; esac \
+		|| { echo "make demo: DEMO_PORT=$(DEMO_PORT) is not allowed: use a port from 1024 to 65535 (8866 is the default)"; exit 2; }
+	@$(PY) -c '$(PORT_FREE)' $(DEMO_PORT) 2>/dev/null || { echo "make demo: port $(DEMO_PORT) on 127.0.0.1 is taken" \
+		"(another make demo?): stop what serves it (Ctrl+C where it runs), or serve on another port: make demo DEMO_PORT=$$(($(DEMO_PORT) + 1))"; exit 2; }
+	@export JUPYTER_TOKEN=$$($(PY) -c "import secrets; print(secrets.token_hex(16))") \
+		JUPYTER_PATH=$(CURDIR)/share/jupyter$${JUPYTER_PATH:+:$$JUPYTER_PATH} \
+		JUPYTER_CONFIG_PATH=$(CURDIR)/etc/jupyter$${JUPYTER_CONFIG_PATH:+:$$JUPYTER_CONFIG_PATH}; \
+	{ until $(PY) -c '$(PORT_OPEN)' $(DEMO_PORT) 2>/dev/null; do kill -0 $$$$ 2>/dev/null || exit 0; sleep 0.5; done; \
+	  echo "make demo: Voila serves notebooks/$(PAGE).ipynb until Ctrl+C; open this URL (its token in it):"; \
+	  echo "    http://127.0.0.1:$(DEMO_PORT)/?token=$$JUPYTER_TOKEN"; } & \
+	exec $(VENV)/bin/voila notebooks/$(PAGE).ipynb --no-browser --Voila.ip=127.0.0.1 --Voila.port=$(DEMO_PORT) \
+		--Voila.port_retries=0 --Voila.auto_token=True --Voila.log_level=WARN \
+		--MappingKernelManager.cull_idle_timeout=120 --MappingKernelManager.cull_interval=30
 
 test: $(TEST) browser netns
 	$(PY) -m pytest
