@@ -20,6 +20,7 @@ from .engines import live as _live
 from .engines.live import LiveRun
 from .problems import Problem
 from .core import display as _display
+from .core import hooks as _hooks
 
 
 def _summary_html(run_or_trace):
@@ -40,6 +41,16 @@ def _live_view(live, **options):
 
 
 _live.register_view(_live_view)
+
+
+def _learner_traceback(err):
+    """How IPython draws an error in or from a learner's hook (core/hooks.py): without the frames
+    inside asyncps (asyncps/check.py)."""
+    from .check import learner_traceback
+    return learner_traceback(err)
+
+
+_hooks.register_traceback(_learner_traceback)
 
 __version__ = "0.1.0"
 

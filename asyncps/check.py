@@ -114,6 +114,39 @@ class _Callable(types.ModuleType):
 sys.modules[__name__].__class__ = _Callable
 
 
+# -- how a notebook shows an error in or from a learner's hook (core/hooks.py) ---------------
+def learner_traceback(err):
+    """IPython's traceback of `err` through the learner's frames only (their cells and functions),
+    with a line saying how many frames inside asyncps it leaves out; registered by
+    asyncps/__init__.py as the renderer of the errors core/hooks.py marks."""
+    import re
+    import traceback
+
+    try:
+        from IPython import get_ipython
+
+        entries, tb = [], err.__traceback__
+        while tb is not None:
+            entries.append(tb)
+            tb = tb.tb_next
+        inside = [t.tb_frame.f_globals.get("__name__", "").split(".")[0] for t in entries]
+        kept = [t for t, name in zip(entries, inside) if name not in ("asyncps", "IPython")]
+        if get_ipython() is None or not kept:
+            raise LookupError("no learner frame to show")
+        chain = None
+        for t in reversed(kept):
+            chain = types.TracebackType(chain, t.tb_frame, t.tb_lasti, t.tb_lineno)
+        lines = get_ipython().InteractiveTB.structured_traceback(type(err), err, chain, tb_offset=0)
+        last = max((i for i, text in enumerate(lines)
+                    if re.sub(r"\x1b\[[0-9;]*m", "", text).startswith(type(err).__name__)),
+                   default=len(lines))
+        hidden = inside.count("asyncps")
+        note = [f"[... {hidden} frame{'' if hidden == 1 else 's'} inside asyncps hidden]"] * bool(hidden)
+        return lines[:last] + note + lines[last:]
+    except Exception:                                           # noqa: BLE001 - never fail to show it
+        return traceback.format_exception(type(err), err, err.__traceback__)
+
+
 # -- a Python that is not the project's ------------------------------------------------------
 def _command_line():
     """`python -m asyncps... ARGS` as this process was started, or None when it was not."""

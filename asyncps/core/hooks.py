@@ -19,12 +19,12 @@ A hook is checked twice: when the run is configured (`check`: does the policy us
 server call it with the arguments above?), and on every call (`checked_*`: what it returns). An
 error raised inside a learner's hook gets a last line naming the hook and the push it was at.
 In a notebook, such an error (and one in what a hook returned) shows the learner's own code only:
-IPython draws it without the frames inside asyncps between their call and their function.
+IPython asks an error for `_render_traceback_()` before it draws one, and `shown` gives the error
+one that asks the renderer registered here (the package registers asyncps/check.py's, which draws
+the traceback without the frames inside asyncps; the core never imports IPython).
 """
-import functools
 import inspect
 import numbers
-import types
 
 import numpy as np
 
@@ -108,46 +108,37 @@ def explain(err, text):
     shown(err)
 
 
+_tracebacks = []      # at most one: render(err) -> IPython's traceback lines for err
+
+
+def register_traceback(render):
+    """Let `render(err)` (-> a list of strings, IPython's structured traceback) draw the errors
+    `shown` marks; None: nobody (IPython draws them as any other)."""
+    if render is not None and not callable(render):
+        raise TypeError(f"render={render!r:.60} is not allowed: render must be a function "
+                        f"render(err) -> a list of strings, or None")
+    _tracebacks[:] = [] if render is None else [render]
+
+
+class _Traceback:
+    """An error's `_render_traceback_`: the registered renderer's lines for it (a class, not a
+    closure, so that the error still pickles)."""
+
+    def __init__(self, err):
+        self.err = err
+
+    def __call__(self):
+        if _tracebacks:
+            return _tracebacks[0](self.err)
+        return [f"{type(self.err).__name__}: {self.err}", *getattr(self.err, "__notes__", ())]
+
+
 def shown(err):
-    """`err`, drawn by IPython (a notebook) without asyncps's own frames: IPython asks an error for
-    `_render_traceback_()` before it formats one itself. The error's type and message are kept."""
-    err._render_traceback_ = functools.partial(_learner_traceback, err)
+    """`err`, marked to be drawn by the registered renderer where IPython draws it (its type and
+    message stay as they are)."""
+    if _tracebacks:
+        err._render_traceback_ = _Traceback(err)
     return err
-
-
-def _learner_traceback(err):
-    """IPython's traceback of `err` through the learner's frames only (their cells and functions),
-    with a line saying how many frames inside asyncps it leaves out."""
-    import traceback
-
-    try:
-        from IPython import get_ipython
-
-        entries, tb = [], err.__traceback__
-        while tb is not None:
-            entries.append(tb)
-            tb = tb.tb_next
-        inside = [t.tb_frame.f_globals.get("__name__", "").split(".")[0] for t in entries]
-        kept = [t for t, name in zip(entries, inside) if name not in ("asyncps", "IPython")]
-        if get_ipython() is None or not kept:
-            raise LookupError("no learner frame")
-        chain = None
-        for t in reversed(kept):
-            chain = types.TracebackType(chain, t.tb_frame, t.tb_lasti, t.tb_lineno)
-        stb = get_ipython().InteractiveTB.structured_traceback(type(err), err, chain, tb_offset=0)
-        last = max((i for i, text in enumerate(stb)
-                    if _plain(text).startswith(type(err).__name__)), default=len(stb))
-        hidden = inside.count("asyncps")
-        return stb[:last] + [f"[... {hidden} frame{'' if hidden == 1 else 's'} inside asyncps "
-                             f"hidden]"] * bool(hidden) + stb[last:]
-    except Exception:                                           # noqa: BLE001 - never fail to show it
-        return traceback.format_exception(type(err), err, err.__traceback__)
-
-
-def _plain(text):
-    """`text` without its terminal colours."""
-    import re
-    return re.sub(r"\x1b\[[0-9;]*m", "", text)
 
 
 def checked_apply(apply):
