@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -188,6 +189,172 @@ def test_make_lab_ends_with_the_url_and_opens_the_browser_it_is_told_to(tmp_path
         else:
             assert not opened.exists()
             assert "make lab: no browser opened (OPEN_BROWSER=no)" in lines[0]
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(20)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+
+def test_make_lab_runs_the_server_in_its_venv_with_the_repositorys_config(tmp_path):
+    """The real recipe with a fake JupyterLab: make lab prints only what the learner acts on (no
+    command echoed), and runs the server with the venv first on PATH and VIRTUAL_ENV set (the
+    kernels' `!` commands and the terminals find its python) and etc/jupyter/lab/ first on
+    JUPYTER_CONFIG_PATH (its log filter, the terminals' rc file, the kernels' encryption)."""
+    venv = tmp_path / "venv"
+    (venv / "share" / "jupyter" / "lab" / "settings").mkdir(parents=True)
+    seen = tmp_path / "seen.json"
+    (venv / "bin").mkdir()
+    (venv / "bin" / "jupyter").write_text(
+        f"#!/bin/sh\n{sys.executable} -c 'import json, os, shutil, sys; json.dump(dict(argv=sys.argv[1:], "
+        f"path=os.environ[\"PATH\"], venv=os.environ.get(\"VIRTUAL_ENV\"), "
+        f"config=os.environ.get(\"JUPYTER_CONFIG_PATH\")), open(\"{seen}\", \"w\"))' \"$@\"\n")
+    (venv / "bin" / "jupyter").chmod(0o755)
+    env = dict(os.environ, JUPYTER_CONFIG_PATH="/elsewhere")
+    env.pop("VIRTUAL_ENV", None)
+    out = _make("lab", "OPEN_BROWSER=no", "-o", f"{venv}/share/jupyter/lab/settings/overrides.json",
+                env=env, venv=venv)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert out.stdout.splitlines() == ["make lab: no browser opened (OPEN_BROWSER=no): open the URL JupyterLab "
+                                       "prints last"], out.stdout
+    got = json.loads(seen.read_text())
+    assert got["argv"][0] == "lab" and "--ServerApp.ip=127.0.0.1" in got["argv"]
+    assert got["path"].split(":")[0] == f"{venv}/bin" and got["venv"] == str(venv)
+    assert got["config"] == f"{ROOT}/etc/jupyter/lab:/elsewhere"
+    assert (ROOT / "etc" / "jupyter" / "lab" / "jupyter_server_config.py").is_file()
+    assert (ROOT / "etc" / "jupyter" / "lab" / "terminal.bashrc").is_file()
+
+
+def _in_terminal(port, token, name, command, timeout=60):
+    """What JupyterLab's terminal `name` prints for `command` (its websocket, as the page talks to it)."""
+    from tornado.ioloop import IOLoop
+    from tornado.websocket import websocket_connect
+
+    async def talk():
+        import asyncio
+        ws = await websocket_connect(f"ws://127.0.0.1:{port}/terminals/websocket/{name}?token={token}")
+        said, deadline = "", time.monotonic() + timeout
+        ws.write_message(json.dumps(["stdin", f"{command}; echo END-OF-$((6*7))\r"]))
+        while "END-OF-42" not in said and time.monotonic() < deadline:
+            try:
+                kind, *rest = json.loads(await asyncio.wait_for(ws.read_message(), 1))
+            except asyncio.TimeoutError:
+                continue
+            said += rest[0] if kind == "stdout" else ""
+        ws.close()
+        return said
+    return IOLoop.current().run_sync(talk)
+
+
+def _in_kernel(port, token, kernel_id, code, timeout=60):
+    """The stream output of `code` run in a kernel through the server's websocket, as JupyterLab runs it."""
+    import uuid
+
+    from tornado.ioloop import IOLoop
+    from tornado.websocket import websocket_connect
+
+    async def talk():
+        import asyncio
+        session = uuid.uuid4().hex
+        ws = await websocket_connect(f"ws://127.0.0.1:{port}/api/kernels/{kernel_id}/channels"
+                                     f"?session_id={session}&token={token}")
+        msg_id = uuid.uuid4().hex
+        ws.write_message(json.dumps({
+            "header": {"msg_id": msg_id, "username": "test", "session": session, "date": "",
+                       "msg_type": "execute_request", "version": "5.3"},
+            "parent_header": {}, "metadata": {}, "channel": "shell", "buffers": [],
+            "content": {"code": code, "silent": False, "store_history": False, "user_expressions": {},
+                        "allow_stdin": False}}))
+        out, deadline = "", time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                msg = json.loads(await asyncio.wait_for(ws.read_message(), 1))
+            except asyncio.TimeoutError:
+                continue
+            if msg.get("parent_header", {}).get("msg_id") != msg_id:
+                continue
+            if msg["msg_type"] == "stream":
+                out += msg["content"]["text"]
+            elif msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+                break
+        ws.close()
+        return out
+    return IOLoop.current().run_sync(talk)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(240)
+def test_make_lab_is_quiet_and_its_kernels_and_terminals_use_the_venv(tmp_path):
+    """The real `make lab` on this venv while a learner opens notebooks, runs a `!` command and opens
+    a terminal: its log stays at the URL (no "is not trusted" per notebook, no kernel warning that
+    TCP is unencrypted, no DeprecationWarning), and `python` in the `!` command and in the terminal
+    is the venv's, the terminal's after the learner's ~/.bashrc put another python first."""
+    venv = Path(sys.prefix)
+    if not (venv / "bin" / "jupyter-lab").exists():
+        pytest.skip(f"no JupyterLab in {venv} (the lab extra)")
+    bash = subprocess.run(["sh", "-c", "command -v bash"], capture_output=True, text=True).stdout.strip()
+    if not bash:
+        pytest.skip("no bash: JupyterLab's terminal starts the learner's own shell")
+    home = tmp_path / "home"
+    other = home / "other-python"
+    other.mkdir(parents=True)
+    (other / "python").write_text("#!/bin/sh\necho not-the-venvs-python\n")
+    (other / "python").chmod(0o755)
+    (home / ".bashrc").write_text(f'export PATH="{other}:$PATH"; LEARNERS_BASHRC=read\n')   # as pyenv's init
+    port = _free_port()
+    env = dict(os.environ, HOME=str(home), SHELL=bash, JUPYTER_PORT=str(port),
+               JUPYTER_CONFIG_DIR=str(tmp_path / "cfg"), JUPYTER_RUNTIME_DIR=str(tmp_path / "rt"),
+               JUPYTER_DATA_DIR=str(tmp_path / "data"), JUPYTERLAB_SETTINGS_DIR=str(tmp_path / "settings"),
+               JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "ws"))
+    env.pop("VIRTUAL_ENV", None)
+    env.pop("JUPYTER_CONFIG_PATH", None)
+    log = tmp_path / "make-lab.log"
+    override = venv / "share" / "jupyter" / "lab" / "settings" / "overrides.json"
+    with open(log, "w") as out:
+        proc = subprocess.Popen(["make", "--no-print-directory", "-C", str(ROOT), f"VENV={venv}",
+                                 "-o", f"{venv}/.installed-lab", "-o", str(override), "lab", "OPEN_BROWSER=no"],
+                                env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not (found := re.search(rf"http://127\.0\.0\.1:{port}/\S*\?token=(\w+)", log.read_text())):
+            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.3)
+        token = found.group(1)
+
+        def api(method, path, body=None):
+            request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", method=method,
+                                             data=json.dumps(body).encode() if body is not None else None,
+                                             headers={"Authorization": f"token {token}"})
+            with urllib.request.urlopen(request, timeout=60) as response:
+                return json.loads(response.read() or b"null")
+
+        kernels = []
+        for notebook in ("notebooks/00-start-here.ipynb", "notebooks/01-synchronous-ps.ipynb"):
+            api("GET", f"/api/contents/{notebook}?content=1")         # what opening a notebook reads
+            session = api("POST", "/api/sessions", {"path": notebook, "type": "notebook", "name": notebook,
+                                                     "kernel": {"name": "python3"}})
+            kernels.append(session["kernel"]["id"])
+        said = _in_kernel(port, token, kernels[0], '!python -c "import nbformat, sys; print(sys.prefix)"')
+        assert said.strip() == str(venv), said
+        terminal = api("POST", "/api/terminals")["name"]
+        said = _in_terminal(port, token, terminal, 'echo "[$LEARNERS_BASHRC] $(command -v python)'
+                            ' $(python -c "import nbformat, sys; print(sys.prefix)") $VIRTUAL_ENV"')
+        assert f"[read] {venv}/bin/python {venv} {venv}" in said, said
+        for kernel in kernels:
+            api("DELETE", f"/api/kernels/{kernel}")
+        api("DELETE", f"/api/terminals/{terminal}")
+        time.sleep(1)
+        lines = [line for line in log.read_text().splitlines() if line.strip()]
+        url_at = max(i for i, line in enumerate(lines) if "?token=" in line)
+        # before the URL: "no browser opened" and JupyterLab's own block; after it: nothing
+        assert lines[0].startswith("make lab: no browser opened") and "ServerApp]" in lines[1], "\n".join(lines)
+        assert lines[url_at + 1:] == [], "\n".join(lines)
+        said = "\n".join(lines)
+        for noise in ("is not trusted", "without encryption", "DeprecationWarning", "nbgrader_config", "Retrying"):
+            assert noise not in said, said
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGTERM)
