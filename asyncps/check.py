@@ -140,9 +140,24 @@ def learner_traceback(err):
         last = max((i for i, text in enumerate(lines)
                     if re.sub(r"\x1b\[[0-9;]*m", "", text).startswith(type(err).__name__)),
                    default=len(lines))
-        hidden = inside.count("asyncps")
-        note = [f"[... {hidden} frame{'' if hidden == 1 else 's'} inside asyncps hidden]"] * bool(hidden)
-        return lines[:last] + note + lines[last:]
+        runs, hidden = [], 0               # the asyncps frames before each kept frame, and after
+        for t, name in zip(entries, inside):
+            if t in kept:
+                runs.append(hidden)
+                hidden = 0
+            else:
+                hidden += name == "asyncps"
+        runs.append(hidden)
+        first = last - len(kept)           # IPython draws each kept frame as one string
+        if first < 1:
+            raise LookupError("not the traceback IPython draws")
+        shown = lines[:first]
+        for count, frame in zip(runs, lines[first:last] + [None]):
+            if count:
+                shown.append(f"[... {count} frame{'' if count == 1 else 's'} inside asyncps hidden]")
+            if frame is not None:
+                shown.append(frame)
+        return shown + lines[last:]
     except Exception:                                           # noqa: BLE001 - never fail to show it
         return traceback.format_exception(type(err), err, err.__traceback__)
 

@@ -166,7 +166,9 @@ def test_aps_check_in_a_jupyterlab_kernel_checks_its_notebook_as_saved_and_a_sca
     import re
     from nbclient import NotebookClient
 
-    path = answered("01-sync-round", tmp_path, {"average": SCALAR_MEAN})
+    stub = ("def robust_average(grads, workers):\n    raise NotImplementedError(\"Task 1.4: a round "
+            "that survives a broken worker — replace this line with your code\")\n")
+    path = answered("01-sync-round", tmp_path, {"average": SCALAR_MEAN, "robust-average": stub})
     nb = nbformat.read(path, 4)
     assert nb.cells[-1].source == "aps.check()"
     env = dict(os.environ, JPY_SESSION_NAME=str(path))
@@ -190,6 +192,13 @@ def test_aps_check_in_a_jupyterlab_kernel_checks_its_notebook_as_saved_and_a_sca
         text = grader.ANSI.sub("", "\n".join(e.traceback))
         assert "[... 7 frames inside asyncps hidden]" in text and "Cell In[" in text, text
         assert "asyncps/" not in text and "File " not in text, text
+    inside = [e for e in errors if e.ename == "NotImplementedError" and "for bad in range(4)" in
+              grader.ANSI.sub("", "\n".join(e.traceback))]      # raised in their hook: the cell,
+    assert len(inside) == 1                                      # the hidden frames, their function
+    text = grader.ANSI.sub("", "\n".join(inside[0].traceback))
+    assert re.search(r"Cell In\[\d+\], line 2\n(.*\n)*\[\.\.\. \d+ frames inside asyncps hidden\]\n"
+                     r"Cell In\[\d+\], line 2, in robust_average", text), text
+    assert "asyncps/" not in text and "File " not in text, text
 
 
 def test_the_checked_run_is_marked_so_an_aps_check_cell_does_not_check_again(monkeypatch, tmp_path):
