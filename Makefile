@@ -2,12 +2,13 @@
 #   make lab    create .venv, install asyncps for the lecture, open JupyterLab at the repository
 #               root on notebooks/00-start-here.ipynb (the lectures link ../exercises/) in a
 #               browser where one can show it (OPEN_BROWSER below); its last lines are the URL
-#               to open, with its token
+#               to open, with its token; its kernels' `!` commands and its terminals use .venv
 #   make test   create .venv if missing, run the whole test suite (browser tests included: as
 #               root, where Chromium is missing, it tries Debian's chromium; if that cannot be
 #               installed the browser tests skip saying why, and fail with CI=true)
-#   make demo   serve the Playground with Voila on 127.0.0.1 with a token (classroom mode);
-#               make demo PAGE=live serves the live page (a real run with a straggler) instead
+#   make demo   serve the Playground with Voila on 127.0.0.1 (classroom mode); its last lines are
+#               the URL to open, with its token; make demo PAGE=live serves the live page (a real
+#               run with a straggler) instead, DEMO_PORT=8867 another port than 8866
 PYTHON ?= python3
 VENV   ?= .venv
 PY      = $(VENV)/bin/python
