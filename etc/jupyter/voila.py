@@ -4,6 +4,12 @@
 import logging
 
 
+def _can_encrypt():
+    import zmq
+    from jupyter_client.manager import KernelManager
+    return "transport_encryption" in KernelManager.class_trait_names() and zmq.has("curve")
+
+
 # "Notebook playground.ipynb is not trusted", on every page a student opens (thirty in a class):
 # trust is about showing a notebook's saved HTML and JavaScript, which Voila does not (it runs the
 # notebook for each page). Other warnings and errors stay.
@@ -19,4 +25,6 @@ c.Voila.logging_config = {  # noqa: F821 (c: the config object traitlets runs th
 
 # The kernels' messages travel over TCP on 127.0.0.1; each kernel otherwise warns, on every page,
 # that they are not encrypted. CurveZMQ keys, made per kernel by Voila's kernel manager, encrypt them.
-c.KernelManager.transport_encryption = "auto"  # noqa: F821
+# (only where jupyter_client has the setting and pyzmq can encrypt: elsewhere as before)
+if _can_encrypt():
+    c.KernelManager.transport_encryption = "auto"  # noqa: F821

@@ -7,6 +7,13 @@ import os
 import shutil
 import warnings
 
+
+def _can_encrypt():
+    import zmq
+    from jupyter_client.manager import KernelManager
+    return "transport_encryption" in KernelManager.class_trait_names() and zmq.has("curve")
+
+
 # Lines nobody can act on, dropped from the server's log (warnings and errors stay):
 #  - "Notebook X is not trusted": every time a notebook is opened or saved (hundreds in a lecture);
 #    trust is about showing a notebook's saved HTML and JavaScript, which JupyterLab does anyway
@@ -44,7 +51,9 @@ warnings.filterwarnings("ignore", category=DeprecationWarning, module="traitlets
 # The kernels' messages travel over TCP on 127.0.0.1; each kernel otherwise warns, on every start,
 # that they are not encrypted. CurveZMQ keys, made per kernel by the server, encrypt them (the
 # python3 kernel declares that it supports them; a kernel that does not starts as before).
-c.KernelManager.transport_encryption = "auto"  # noqa: F821
+# (only where jupyter_client has the setting and pyzmq can encrypt: elsewhere as before)
+if _can_encrypt():
+    c.KernelManager.transport_encryption = "auto"  # noqa: F821
 
 # JupyterLab's terminals: bash reads terminal.bashrc (beside this file) instead of ~/.bashrc, which
 # reads the learner's own start-up files and then activates the venv make lab runs ($VIRTUAL_ENV),
