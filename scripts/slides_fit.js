@@ -88,12 +88,16 @@
     for (const k of kids) collect(k, ctx, out);
   }
 
+  const origin = new WeakMap();    // an empty copy made by splitBefore -> the element it copies
+  const extra = new WeakSet();     // what splitBefore added: a blank prompt, a table's header again
+
   // Move `node` and all that follows it in `section` into a new sub-slide right after it.
   function splitBefore(node, section) {
     const chain = [];
     for (let n = node; n !== section; n = n.parentNode) chain.push(n);
     const rest = section.cloneNode(false);
     rest.removeAttribute("id");
+    origin.set(rest, section);
     let into = rest;
     for (let i = chain.length - 1; i >= 0; i--) {
       const n = chain[i];
@@ -101,6 +105,7 @@
       if (i > 0) {
         const clone = n.cloneNode(false);
         clone.removeAttribute("id");
+        origin.set(clone, n);
         if (clone.classList.contains("fragment")) {   // shown one step earlier, with its start
           clone.classList.remove("fragment", "visible", "current-fragment");
           clone.removeAttribute("data-fragment-index");
@@ -116,12 +121,14 @@
         if (tag(n) === "TABLE" && n.tHead && child !== n.tHead) {   // its header again
           const head = n.tHead.cloneNode(true);
           head.classList.add("fit-repeat");
+          extra.add(head);
           clone.appendChild(head);
         }
         for (let c = n.firstElementChild; c && c !== child; c = c.nextElementSibling) {
           if (/Prompt|Collapser/.test(c.className)) {   // keep the cell's indent, not its prompt
             const blank = c.cloneNode(false);
             blank.removeAttribute("id");
+            extra.add(blank);
             clone.appendChild(blank);
           }
         }
@@ -135,6 +142,15 @@
     }
     section.after(rest);
     return rest;
+  }
+
+  // Undo splitBefore: `copy`'s content goes back to the end of `original`, the copies go away.
+  function join(original, copy) {
+    for (const e of Array.from(copy.children)) if (extra.has(e)) e.remove();
+    const first = copy.firstChild;
+    if (first && origin.get(first) === original.lastChild) join(original.lastChild, first);
+    while (copy.firstChild) original.appendChild(copy.firstChild);
+    copy.remove();
   }
 
   // Something a reader sees: text, a picture, or a box with a size (not a prompt, not hidden).
@@ -189,15 +205,28 @@
       if ((pieces[j].top - box.top) / scale < 0.6 * height) break;
       if (pieces[j].blank) { k = j; break; }   // code: after a blank line, if one is near
     }
-    // before the highest element this piece starts, so no empty shell stays behind
     const before = (n) => {
       for (let b = n.previousSibling; b; b = b.previousSibling) if (significant(b)) return true;
       return false;
     };
-    let node = pieces[k].node;
-    while (node.parentNode !== section && !before(node)) node = node.parentNode;
-    if (!before(node) && node.parentNode === section) return false;
-    return splitBefore(node, section);
+    // before the highest element the piece starts (no empty copy stays behind); before its
+    // whole cell if the cell is short (a short output stays with its code)
+    const breakAt = (j, whole) => {
+      let node = pieces[j].node;
+      const cell = whole && (node.nodeType === 1 ? node : node.parentElement).closest(".jp-Cell");
+      if (cell && section.contains(cell) && cell.getBoundingClientRect().height / scale <= 0.4 * height) node = cell;
+      while (node.parentNode !== section && !before(node)) node = node.parentNode;
+      return before(node) ? node : null;
+    };
+    // the first piece must fit with all its margins: if it does not, an earlier break
+    for (let j = k; j >= 1; j--) {
+      const node = breakAt(j, true) || breakAt(j, false);
+      if (!node) continue;
+      const rest = splitBefore(node, section);
+      if (j === 1 || fits(section, width, height)) return rest;
+      join(section, rest);
+    }
+    return false;
   }
 
   // Split until every piece fits; a piece that cannot be split (one paragraph, one table row,
