@@ -72,6 +72,7 @@
     const kids = Array.from(el.children).filter(shown);
     const text = Array.from(el.childNodes).some((n) => n.nodeType === 3 && n.data.trim());
     const inline = kids.some((k) => getComputedStyle(k).display === "inline");
+    if (!text && kids.length === 1 && PICTURE.test(tag(kids[0]))) return collect(kids[0], ctx, out);
     if (ATOMIC.test(tag(el)) || !kids.length || text || inline || style.display.includes("grid")) {
       const one = leaf(el, ctx);
       if (one) out.push(one);

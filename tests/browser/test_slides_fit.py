@@ -6,6 +6,8 @@ content's height and width (scrollHeight, scrollWidth: what a presenter would ha
 and any element inside it that clips or scrolls what it holds. A failure names the deck, the slide
 (h/v as in the deck's address, #/h/v) and its size. Then the text and the pictures of the deck as
 shown are compared with those of the deck's file: splitting a slide only moves content.
+A made-up deck adds what the lecture holds little of (a long numbered list, a long table, a
+picture taller than a slide); one deck is also opened on a small screen and at an address.
 """
 import importlib.util
 import re
@@ -45,6 +47,9 @@ MEASURE = """() => {
   return {config: [Reveal.getConfig().width, Reveal.getConfig().height], slides,
           text: shown.textContent, pictures: shown.querySelectorAll("img, svg:not(svg svg)").length};
 }"""
+
+
+FITTED = "() => document.querySelector('.reveal').dataset.fitted !== undefined"
 
 
 class SlidesText(HTMLParser):
@@ -104,10 +109,9 @@ def browser(decks):
             chromium.close()
 
 
-@pytest.mark.timeout(120)
-@pytest.mark.parametrize("name", DECKS)
-def test_every_slide_fits_1280x720_and_nothing_is_lost(decks, browser, name):
-    deck = decks[name]
+def presented(browser, deck, then=MEASURE):
+    """Open `deck` at 1280×720, wait for its slides to be fitted, evaluate `then`; what it
+    returns, after checking every slide fits and the deck shows all its file holds."""
     page = browser.new_page(viewport={"width": WIDTH, "height": HEIGHT})
     errors, remote = [], []
     page.on("pageerror", lambda e: errors.append(str(e)))
@@ -115,9 +119,9 @@ def test_every_slide_fits_1280x720_and_nothing_is_lost(decks, browser, name):
                else (remote.append(route.request.url), route.abort()))
     try:
         page.goto(deck.as_uri())
-        page.wait_for_function("() => document.querySelector('.reveal').dataset.fitted !== undefined",
-                               timeout=30_000)
+        page.wait_for_function(FITTED, timeout=30_000)
         seen = page.evaluate(MEASURE)
+        extra = page.evaluate(then) if then is not MEASURE else None
     except Exception as e:
         raise AssertionError(f"{deck.name}: the deck did not finish fitting its slides: {e}; "
                              f"page errors: {errors}") from None
@@ -144,11 +148,84 @@ def test_every_slide_fits_1280x720_and_nothing_is_lost(decks, browser, name):
                              f"{at}: file …{written[near]!r}… shown …{shown[near]!r}…")
     assert parsed.pictures == seen["pictures"], (
         f"{deck.name}: {parsed.pictures} pictures in the file, {seen['pictures']} shown")
+    return seen if then is MEASURE else extra
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("name", DECKS)
+def test_every_slide_fits_1280x720_and_nothing_is_lost(decks, browser, name):
+    presented(browser, decks[name])
+
+
+# what the synthetic deck's split made of its list, its table and its pictures
+PARTS = """() => ({
+  lists: Array.from(document.querySelectorAll(".reveal .slides ol")).map(
+    ol => [ol.start, ol.querySelectorAll(":scope > li").length]),
+  tables: Array.from(document.querySelectorAll(".reveal .slides table")).map(
+    t => [t.tHead ? t.tHead.textContent.trim() : null, t.tBodies[0] ? t.tBodies[0].rows.length : 0]),
+  pictures: Array.from(document.querySelectorAll(".reveal .slides .jp-OutputArea-output img")).map(
+    i => { const section = i.closest("section"); const was = section.style.display;
+           section.style.display = "block"; section.parentElement.style.display = "block";
+           const size = [i.offsetWidth, i.offsetHeight, i.naturalWidth, i.naturalHeight];
+           section.style.display = was; section.parentElement.style.display = ""; return size; }),
+})"""
+
+
+def picture(width, height):
+    """A PNG, width×height, as a notebook output stores it (base64)."""
+    import base64
+    import io
+
+    from PIL import Image
+    buffer = io.BytesIO()
+    Image.new("RGB", (width, height), (0, 114, 178)).save(buffer, format="PNG")
+    return base64.b64encode(buffer.getvalue()).decode()
+
+
+@pytest.mark.timeout(120)
+def test_a_long_list_table_output_and_a_tall_picture_are_split_or_scaled(decks, browser):
+    """What the lecture's decks hold only some of, in one made-up deck: a numbered list of 40
+    items goes on counting on its sub-slides, a table of 60 rows repeats its header on each, 90
+    lines of output go over several, and a picture taller than a slide is scaled to fit one."""
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+
+    spec = importlib.util.spec_from_file_location("slides_script", ROOT / "scripts" / "slides.py")
+    slides = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(slides)
+    rows = "".join(f"<tr><td>{i}</td><td>{i * i}</td></tr>" for i in range(60))
+    slide = {"slideshow": {"slide_type": "slide"}}
+    nb = new_notebook(cells=[
+        new_markdown_cell("# Made up\n\n" + "\n".join(f"1. item number {i}" for i in range(1, 41)),
+                          metadata=slide),
+        new_code_cell("table()", metadata=slide, outputs=[new_output(
+            "execute_result", {"text/html": f"<table><thead><tr><th>n</th><th>n squared</th></tr></thead>"
+                                            f"<tbody>{rows}</tbody></table>"}, execution_count=1)]),
+        new_code_cell("for i in range(90): print(i)", metadata=slide, outputs=[new_output(
+            "stream", name="stdout", text="".join(f"line {i}\n" for i in range(90)))]),
+        new_code_cell("tall()", metadata=slide, outputs=[new_output(
+            "display_data", {"image/png": picture(300, 1500)})]),
+    ])
+    nbformat.validate(nb)
+    body, _ = slides.exporter().from_notebook_node(nb, resources={"metadata": {"name": "made up"}})
+    deck = next(iter(decks.values())).with_name("made-up.slides.html")   # beside reveal.js/
+    deck.write_text(body, encoding="utf-8")
+    parts = presented(browser, deck, PARTS)
+
+    assert len(parts["lists"]) > 1, f"the 40 items were not split: {parts['lists']}"
+    numbers = [start + i for start, count in parts["lists"] for i in range(count)]
+    assert numbers == list(range(1, 41)), f"the list's numbers on its sub-slides: {parts['lists']}"
+    assert len(parts["tables"]) > 1, f"the 60 rows were not split: {parts['tables']}"
+    assert all(head == "nn squared" for head, _ in parts["tables"]), parts["tables"]
+    assert sum(count for _, count in parts["tables"]) == 60, parts["tables"]
+    [(width, height, natural_width, natural_height)] = parts["pictures"]
+    assert (natural_width, natural_height) == (300, 1500)
+    assert 300 < height <= HEIGHT and abs(width / height - 0.2) < 0.01, (
+        f"the 300×1500 picture is shown {width}×{height}: not scaled to fit, or out of shape")
 
 
 # each slide, by what it holds: the same list on two screens means the same split
 SPLIT = """() => Reveal.getSlides().map(s => s.textContent.replace(/\\s+/g, "").length)"""
-FITTED = "() => document.querySelector('.reveal').dataset.fitted !== undefined"
 
 
 @pytest.mark.timeout(120)
