@@ -22,6 +22,12 @@ from pathlib import Path
 
 import nbformat
 
+# Set in the environment of the kernel a check (or a grade) runs the notebook in: an aps.check()
+# cell in the notebook must not start a check of its own there.
+CHECKING = "ASYNCPS_CHECKING"
+# The notebook a JupyterLab kernel runs for (jupyter_server's SessionManager.get_kernel_env).
+SESSION = "JPY_SESSION_NAME"
+
 
 @dataclass
 class Result:
@@ -291,8 +297,6 @@ def _kernel_env():
     """The checked notebook's kernel's environment: this one, marked as a check's own run (an
     aps.check() cell in the notebook must not start a check of its own) and with no notebook path
     from JupyterLab (when aps.check() runs the check, its kernel has its notebook's)."""
-    from .check import CHECKING, SESSION
-
     env = {k: v for k, v in os.environ.items() if k != SESSION}
     env[CHECKING] = "1"
     return env

@@ -161,7 +161,7 @@ def test_servers_bind_loopback_with_a_token():
     lab = text[text.index("\nlab:"):].split("\n\n")[0]
     demo = text[text.index("\ndemo:"):].split("\n\n")[0]
     assert "--ServerApp.ip=127.0.0.1" in lab and "--ServerApp.token=''" not in lab   # Lab makes a token
-    assert "--Voila.ip=127.0.0.1" in demo and "--token=" in demo
+    assert "--Voila.ip=127.0.0.1" in demo and "JUPYTER_TOKEN=" in demo and "--Voila.auto_token=True" in demo
 
 
 def test_no_test_or_notebook_opens_a_port_beyond_loopback():

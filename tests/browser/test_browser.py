@@ -388,7 +388,7 @@ def test_the_lecturer_sees_each_student_as_a_lane_of_the_room_s_live_view(tmp_pa
         page.locator(".jp-Cell .jp-InputArea-editor").first.click()
         page.keyboard.press("Shift+Enter")            # the room, its stand-ins, its live view
         view = page.locator(".asyncps-live-view svg").first
-        for name in ("stand-in 1", "stand-in 2", "stand-in 3"):
+        for name in ("stand-in 0", "stand-in 1", "stand-in 2"):
             expect(view.locator("text", has_text=name).first).to_be_visible(timeout=60_000)
         header = page.locator(".asyncps-live-view svg text", has_text="server at v").first
 
@@ -403,7 +403,7 @@ def test_the_lecturer_sees_each_student_as_a_lane_of_the_room_s_live_view(tmp_pa
         page.screenshot(path=str(ARTIFACTS / "lab_room.png"), full_page=True)
         page.keyboard.press("Shift+Enter")            # stop the room: every stand-in goes home
         out = page.locator(".jp-Cell").nth(1).locator(".jp-OutputArea-output")
-        expect(out).to_contain_text("['stand-in 1', 'stand-in 2', 'stand-in 3'] 3 []", timeout=60_000)
+        expect(out).to_contain_text("['stand-in 0', 'stand-in 1', 'stand-in 2'] 3 []", timeout=60_000)
     except BaseException:
         failed(page, "room")
         raise
