@@ -1,6 +1,15 @@
-"""Loaded by every pytest run in this repository (tests/, notebooks/, solutions/ or one notebook)."""
+"""Loaded by every pytest run in this repository (tests/, notebooks/, solutions/ or one notebook),
+and by scripts/notebooks.py, which executes the notebooks whose outputs nbval compares."""
 import os
 
 # No progress bars here or in nbval's kernels (they inherit this): a bar appears only when a run
 # lasts over 2 s, so with bars the committed notebook outputs would depend on the machine's speed.
-os.environ.setdefault("TQDM_DISABLE", "1")
+# torch's CPU kernels at one instruction set on every x86-64 machine with AVX2: unpinned, torch
+# (ATen), oneDNN (the CNN's convolutions) and MKL (matrix products) pick the widest the CPU has,
+# and an AVX-512 machine sums in another order; a digits run then ends a digit apart, and a lr
+# that reached 90 % on one machine misses on the other (08a's best sync lr was 0.8 on one, 0.4 on
+# another). Each of the three moves a digits run when set otherwise; AVX2 costs nothing here.
+REPRODUCIBLE = {"TQDM_DISABLE": "1", "ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2",
+                "MKL_CBWR": "AVX2"}
+for _name, _value in REPRODUCIBLE.items():
+    os.environ.setdefault(_name, _value)

@@ -31,10 +31,12 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-# No progress bars in the kernels: one shown after a delay makes outputs timing-dependent (nbval).
-os.environ.setdefault("TQDM_DISABLE", "1")
-
 ROOT = Path(__file__).resolve().parents[1]
+# The kernels run as nbval's do (conftest.py): no progress bars (one shown after a delay makes
+# outputs timing-dependent), torch's CPU kernels at one instruction set (AVX2) on every machine.
+sys.path.insert(0, str(ROOT))
+import conftest  # noqa: E402,F401 - sets conftest.REPRODUCIBLE in os.environ
+sys.path.pop(0)
 SOURCES, OUT = ROOT / "notebooks" / "src", ROOT / "notebooks"
 COURSE = {"notebooks": (SOURCES, OUT), "solutions": (ROOT / "solutions" / "src", ROOT / "solutions")}
 MARKER = re.compile(r"^# %%(?P<md> \[markdown\])?(?P<rest>.*)$")

@@ -39,16 +39,39 @@ def shm_segments():
     return set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
 
 
+def mapped_elsewhere(name):
+    """Is /dev/shm/`name` mapped by a process outside this one's tree? Then it is another test's,
+    run beside this one (pytest-xdist's other worker), not one this test left behind: /dev/shm is
+    one folder for the whole machine, and a semaphore's name (sem.mp-...) says nothing of its owner."""
+    ours = {os.getpid()} | {p.pid for p in psutil.Process().children(recursive=True)}
+    path = f"/dev/shm/{name}"
+    for pid in psutil.pids():
+        if pid in ours:
+            continue
+        try:
+            with open(f"/proc/{pid}/maps") as maps:
+                if path in maps.read():
+                    return True
+        except OSError:
+            continue
+    return False
+
+
+def new_segments(before):
+    """The /dev/shm segments made since `before` that no process outside this one's tree maps."""
+    return {s for s in shm_segments() - before if not mapped_elsewhere(s)}
+
+
 @pytest.fixture
 def nothing_left_behind():
     """After the test: no worker process (multiprocessing's helpers aside), no new /dev/shm segment."""
     before = shm_segments()
     yield
     deadline = time.monotonic() + 3.0           # both are cleaned up a moment after the run ends
-    while (leftover_processes() or not shm_segments() <= before) and time.monotonic() < deadline:
+    while (leftover_processes() or new_segments(before)) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert leftover_processes() == []
-    assert shm_segments() <= before, sorted(shm_segments() - before)
+    assert not new_segments(before), sorted(new_segments(before))
 
 
 @pytest.fixture
