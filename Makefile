@@ -172,8 +172,12 @@ demo: $(LAB) $(VOILA_ICONS)/css/all.min.css
 		--Voila.port_retries=0 --Voila.auto_token=True --Voila.log_level=WARN \
 		--MappingKernelManager.cull_idle_timeout=120 --MappingKernelManager.cull_interval=30
 
+# pytest-xdist runs the suite on every core (JOBS=auto; JOBS=1: one process, as before), each test
+# file on one worker from its first test to its last (--dist loadfile): a notebook's cells run in
+# order in one kernel, and a file's module-scoped servers serve its tests only
+JOBS ?= auto
 test: $(TEST) browser netns
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(JOBS) --dist loadfile
 
 # The test matrix (noxfile.py): the unit and engine tests on Python 3.11, 3.12 and 3.13 with the
 # oldest and newest torch declared, and once with every dependency at its declared lower bound
@@ -196,7 +200,8 @@ $(MATRIX_TOOLS): $(PY)
 # the developers' loop: the unit tests only (no notebooks, no browser, nothing marked slow); CI runs make test
 # and one combination of the matrix
 test-fast: $(TEST)
-	$(PY) -m pytest tests --ignore=tests/browser -m "not slow" -p no:nbval -o addopts="-ra --strict-markers"
+	$(PY) -m pytest tests --ignore=tests/browser -m "not slow" -p no:nbval -o addopts="-ra --strict-markers" \
+		-n $(JOBS) --dist loadfile
 
 notebooks: $(LAB)
 	$(PY) scripts/notebooks.py

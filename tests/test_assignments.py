@@ -13,6 +13,9 @@ from nbclient import NotebookClient
 from asyncps import grade as grader
 from asyncps.assignments import MARKERS, generate
 
+# minutes in all: make test runs them, make test-fast does not
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS, EXERCISES = ROOT / "solutions", ROOT / "exercises"
 # Assignment N practises lecture N (03a and 03c: the parts of lecture 03).

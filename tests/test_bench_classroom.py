@@ -19,6 +19,7 @@ def result():
                          log=lambda *_: None)
 
 
+@pytest.mark.slow
 def test_every_room_is_sustained_no_student_lost_every_student_pushed(result):
     rows, runs = result["rows"], result["runs_kept"]
     assert [(r["policy"], r["clients"]) for r in rows] == [("async", 1), ("async", 3),

@@ -4,6 +4,7 @@ the other way (see notebooks/src/03a-similar-gradients.py,
 import math
 
 import numpy as np
+import pytest
 
 import asyncps as aps
 
@@ -91,6 +92,7 @@ def test_divide_by_staleness_moves_the_usable_lr_window_up_it_does_not_widen_it(
     assert d_hi / d_lo <= 1.5 * (c_hi / c_lo), window                 # not wider
 
 
+@pytest.mark.slow
 def test_with_a_straggler_the_schedule_is_faster_at_each_rules_tuned_lr_on_fresh_seeds():
     def tuned(kw):
         return min(GRID, key=lambda lr: np.median(times("async", lr, [1, 1, 1, 4], range(40, 50), **kw)))

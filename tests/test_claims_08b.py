@@ -2,6 +2,7 @@
 by-label shards, the digits only the straggler holds fall further behind than in the control
 without a straggler. Measured here with its own code: accuracy averaged over the last versions."""
 import numpy as np
+import pytest
 import torch
 
 import asyncps as aps
@@ -33,6 +34,7 @@ def own_digit_accuracy(seed, compute_times):
     return float(np.mean(right))
 
 
+@pytest.mark.slow
 def test_the_stragglers_own_digits_fall_further_behind_than_without_a_straggler():
     seeds = range(20, 26)
     straggler = np.median([own_digit_accuracy(s, [1, 1, 1, 4]) for s in seeds])

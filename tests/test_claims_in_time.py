@@ -130,6 +130,7 @@ def test_the_recursion_alone_small_lr_tau_is_close_the_limit_is_not():
         assert near > 5 * small, (workers, small, near)
 
 
+@pytest.mark.slow
 def test_the_simulator_s_measurement_agrees_with_the_recursion(measured):
     ratios, sim, rec = {}, [], []
     for (workers, f), rows in measured.items():
@@ -181,6 +182,7 @@ def one_torch_thread():
     torch.set_num_threads(before)
 
 
+@pytest.mark.slow
 def test_the_mlp_shows_the_same_trend_at_a_larger_lr_tau(measured, one_torch_thread):
     mlp = aps.problems.MLP(n=256, dim=4, hidden=8, classes=3, seed=0)
     rows = np.concatenate([simulated(mlp, 4, lr, seed, steps=150) for lr in [0.3, 1.0, 3.0, 10.0]

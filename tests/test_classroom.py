@@ -143,6 +143,7 @@ def pull(session):
     return wire.pack({"op": "pull", "session": session})
 
 
+@pytest.mark.slow
 def test_hostile_clients_are_refused_counted_and_never_applied(rooms):
     room = rooms(workers=4, policy="async", lr=0.05, steps=400, silent_after=60)
     x0 = room.server.params.copy()
@@ -411,6 +412,7 @@ def test_an_encrypted_room_hears_no_plain_client_and_a_plain_room_works_too(room
     assert out["ada"].pushes == 20
 
 
+@pytest.mark.slow
 def test_a_token_with_another_room_s_key_is_said_within_seconds(rooms):
     room, other = rooms(workers=1, steps=20), rooms(workers=1, steps=20)
     mixed = f"{secret(room)}~{other.token.partition('~')[2]}"     # this room's secret, not its key

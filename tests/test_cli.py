@@ -151,6 +151,7 @@ def test_train_on_threads_writes_a_trace(tmp_path):
     assert aps.violations(trace) == []
 
 
+@pytest.mark.slow
 def test_grade_help_works_through_the_script_and_as_a_module():
     through_cli = asyncps("grade", "--help")
     as_module = subprocess.run([sys.executable, "-m", "asyncps.grade", "--help"], capture_output=True,
@@ -166,6 +167,7 @@ def test_python_dash_m_asyncps_runs_the_same_command_line():
     assert done.returncode == 0 and done.stdout.startswith("usage: python -m asyncps simulate")
 
 
+@pytest.mark.slow
 def test_the_readme_s_commands_run_as_written(tmp_path):
     """README's `simulate` and `train` lines, as a user pastes them (host names aside)."""
     import shlex

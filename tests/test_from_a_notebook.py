@@ -18,6 +18,7 @@ CELLS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_every_engine_runs_a_cell_defined_problem_in_a_kernel():
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in CELLS])

@@ -13,7 +13,7 @@ import pytest
 
 import asyncps as aps
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [pytest.mark.timeout(180), pytest.mark.slow]   # minutes in all: not in make test-fast
 
 
 def free_port():

@@ -138,6 +138,7 @@ def _running(proc):
         return False
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_a_graceful_restart_leaves_nothing_running(kernel):
     _, everything = kernel.start_a_paused_run()
@@ -159,6 +160,7 @@ def test_a_killed_kernel_leaves_nothing_running(kernel, how):
     assert still_running(everything) == [], "a worker (or helper) outlived its kernel"
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_an_interrupt_stops_a_run_only_while_a_cell_waits_for_it(kernel):
     workers, _ = kernel.start_a_paused_run()

@@ -38,6 +38,7 @@ def test_an_unguarded_script_is_refused_before_anything_runs_again(tmp_path):
     assert "asyncps-worker" not in done.stderr and "did not start" not in done.stderr
 
 
+@pytest.mark.slow
 def test_python_c_needs_no_guard(tmp_path):
     done = python(["-c", f"import asyncps as aps; run = {RUN}; print(run.trace.summary()['versions'])"],
                   tmp_path)

@@ -123,6 +123,7 @@ def test_the_install_steps_are_quiet_and_keep_the_torch_first_order(tmp_path):
                and not line.lstrip().startswith("#"))
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_a_quiet_install_still_shows_pips_error(tmp_path):
     """pip -qq hides warnings, not errors: a requirement nobody can serve says so, in few lines."""

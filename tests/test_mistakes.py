@@ -14,6 +14,9 @@ from pathlib import Path
 
 import pytest
 
+# minutes in all: make test runs them, make test-fast does not
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 CATALOGUE = ROOT / "tests" / "mistakes"
 

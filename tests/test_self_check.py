@@ -52,6 +52,7 @@ def test_a_failing_task_is_blamed_once_and_a_task_that_uses_it_waits_for_it(tmp_
     assert report.splitlines()[-1].startswith("first to fix: Task 2.1: ")
 
 
+@pytest.mark.slow
 def test_the_self_check_gives_no_measured_answer_away_and_the_grade_still_grades_it(tmp_path):
     """A wrong prediction of the right form passes the visible check, which says nothing of the
     measurement; the instructor's grade (hidden tests) fails it. Control: the right one passes."""

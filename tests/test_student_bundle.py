@@ -66,6 +66,7 @@ def test_no_line_of_any_answer_or_hidden_test_is_in_the_bundle(bundle):
     assert leaked == []
 
 
+@pytest.mark.slow
 def test_self_check_works_from_the_bundle_and_never_reads_solutions(bundle, tmp_path):
     course = tmp_path / "student"
     shutil.copytree(bundle, course)

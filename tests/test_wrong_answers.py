@@ -45,6 +45,7 @@ def test_every_assignment_has_at_least_three_wrong_answers(name):
         assert w["loses"] and set(w["loses"]) <= graded, (w["why"], w["loses"], graded)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize("name", [n for n in assignments() if (CATALOGUES / f"{n}.py").exists()])
 def test_each_wrong_answer_loses_exactly_its_tasks_points(name, tmp_path):

@@ -22,6 +22,7 @@ import json
 import re
 import shutil
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -129,7 +130,19 @@ def shut_down_kernels(server):
         kernels = json.load(r)
     for kernel in kernels:
         request = urllib.request.Request(f"{base}/{kernel['id']}?token={server.token}", method="DELETE")
-        urllib.request.urlopen(request, timeout=30).close()
+        try:
+            urllib.request.urlopen(request, timeout=30).close()
+        except urllib.error.HTTPError as err:
+            if err.code != 404:     # 404: it ended between the list and the DELETE (its page left)
+                raise
+    deadline = time.monotonic() + 30
+    while True:
+        with urllib.request.urlopen(f"{base}?token={server.token}", timeout=30) as r:
+            left = json.load(r)
+        if not left:
+            return
+        assert time.monotonic() < deadline, f"kernels still running: {left}"
+        time.sleep(0.2)
 
 
 def look(page, path, shot):
