@@ -213,4 +213,6 @@ for seed in range(5):
 # exercises/01-sync-round.ipynb`.
 
 # %%
+import asyncps as aps   # this cell runs alone too: after a restart, or as the first cell you run
+
 aps.check()

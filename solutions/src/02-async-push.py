@@ -254,4 +254,6 @@ assert np.mean(yours_versions) <= 1.6 * np.mean(plain_versions), \
 # exercises/02-async-push.ipynb`.
 
 # %%
+import asyncps as aps   # this cell runs alone too: after a restart, or as the first cell you run
+
 aps.check()

@@ -517,4 +517,6 @@ display(Markdown(
 # exercises/03a-gradient-similarity.ipynb`.
 
 # %%
+import asyncps as aps   # this cell runs alone too: after a restart, or as the first cell you run
+
 aps.check()

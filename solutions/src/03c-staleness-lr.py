@@ -401,4 +401,6 @@ assert np.mean(your_versions) <= 1.1 * np.mean(plain_versions), \
 # exercises/03c-staleness-lr.ipynb`.
 
 # %%
+import asyncps as aps   # this cell runs alone too: after a restart, or as the first cell you run
+
 aps.check()

@@ -413,4 +413,6 @@ display(Markdown(
 # exercises/04-ssp-gate.ipynb`.
 
 # %%
+import asyncps as aps   # this cell runs alone too: after a restart, or as the first cell you run
+
 aps.check()

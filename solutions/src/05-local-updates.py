@@ -370,4 +370,6 @@ else:
 # exercises/05-local-updates.ipynb`.
 
 # %%
+import asyncps as aps   # this cell runs alone too: after a restart, or as the first cell you run
+
 aps.check()

@@ -334,4 +334,6 @@ display(Markdown(
 # exercises/06-real-engines.ipynb`.
 
 # %%
+import asyncps as aps   # this cell runs alone too: after a restart, or as the first cell you run
+
 aps.check()

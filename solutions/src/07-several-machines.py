@@ -225,4 +225,6 @@ else:
 # exercises/07-several-machines.ipynb`.
 
 # %%
+import asyncps as aps   # this cell runs alone too: after a restart, or as the first cell you run
+
 aps.check()
