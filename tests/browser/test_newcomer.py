@@ -18,7 +18,6 @@ import re
 import signal
 import subprocess
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -170,12 +169,9 @@ def test_a_newcomer_clones_installs_learns_checks_presents_and_demos(tmp_path):
             page.screenshot(path=str(ARTIFACTS / "3-check-right.png"), full_page=True)
 
             # 3. the same check from JupyterLab's terminal, whose python is the venv's
-            request = urllib.request.Request(f"{base}/api/terminals", method="POST", data=b"{}",
-                                             headers={"Authorization": f"token {token}",
-                                                      "Content-Type": "application/json"})
-            with urllib.request.urlopen(request, timeout=30) as r:
-                terminal = json.load(r)["name"]
-            page.goto(f"{base}/lab/terminals/{terminal}?token={token}")
+            page.get_by_role("menuitem", name="File", exact=True).click()
+            page.locator(".lm-Menu-itemLabel").get_by_text("New", exact=True).first.click()
+            page.locator(".lm-Menu-itemLabel").get_by_text("Terminal", exact=True).first.click()
             screen = page.locator(".jp-Terminal").first
             expect(screen).to_be_visible()
             time.sleep(2)                                   # the shell's prompt, after ~/.bashrc
