@@ -71,7 +71,14 @@ def nothing_left_behind():
     while (leftover_processes() or new_segments(before)) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert leftover_processes() == []
-    assert not new_segments(before), sorted(new_segments(before))
+    # A run beside this one (another xdist worker) has, for a moment, a semaphore no process maps:
+    # between its last close and its unlink. A segment counts as left behind only if it is still
+    # there, mapped by no one else, a second later; one this test leaked never goes.
+    stuck = new_segments(before)
+    if stuck:
+        time.sleep(1.0)
+        stuck &= new_segments(before)
+    assert not stuck, sorted(stuck)
 
 
 @pytest.fixture

@@ -2,11 +2,15 @@
 import json
 
 import numpy as np
+import pytest
 from engines import nothing_left_behind  # noqa: F401 (a fixture)
 
 import asyncps as aps
 from asyncps.bench import __main__ as bench
 from asyncps.bench import baselines, experiments, hogwild, workloads
+
+# benchmarks, run small: make test runs them, make test-fast does not
+pytestmark = pytest.mark.slow
 
 
 def fake_results():

@@ -10,7 +10,8 @@ from engines import nothing_left_behind  # noqa: F401 (a fixture)
 
 STEPS = 1500            # long enough (about a second) that every student pushes: a student hears of
                         # room.start() within a quarter of a second
-pytestmark = [pytest.mark.timeout(300), pytest.mark.usefixtures("nothing_left_behind")]
+pytestmark = [pytest.mark.timeout(300), pytest.mark.usefixtures("nothing_left_behind"),
+              pytest.mark.slow]             # its rooms take most of a minute: not in make test-fast
 
 
 @pytest.fixture(scope="module")

@@ -147,6 +147,7 @@ def test_the_simulator_s_measurement_agrees_with_the_recursion(measured):
     assert spearman > 0.8, spearman                      # the same trend across the 21 settings
 
 
+@pytest.mark.slow
 def test_the_notebook_s_conclusion_on_fresh_seeds(measured):
     edges = [0.0, 0.03, 0.1, 0.3, 0.6, 1.0, 1.5, np.inf]
     medians = [np.median(pooled(measured, lo, hi)[:, 1]) for lo, hi in zip(edges, edges[1:])]

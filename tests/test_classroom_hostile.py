@@ -36,7 +36,8 @@ from asyncps import classroom
 from engines import no_thread_survives  # noqa: F401 (a fixture)
 from test_classroom import LSQ, finish, rooms, wait_until  # noqa: F401 (rooms: a fixture)
 
-pytestmark = [pytest.mark.timeout(60), pytest.mark.usefixtures("no_thread_survives")]
+pytestmark = [pytest.mark.timeout(60), pytest.mark.usefixtures("no_thread_survives"),
+              pytest.mark.slow]             # half a minute of floods in all: not in make test-fast
 
 REPO = Path(__file__).resolve().parents[1]
 MB = 1 << 20

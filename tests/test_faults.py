@@ -14,7 +14,7 @@ from engines import nothing_left_behind  # noqa: F401 (a fixture)
 REAL = ["threads", "processes", "rpc"]
 N = 64
 
-pytestmark = pytest.mark.usefixtures("nothing_left_behind")
+pytestmark = [pytest.mark.usefixtures("nothing_left_behind"), pytest.mark.slow]   # not in make test-fast
 
 
 def least_squares_with(hook):

@@ -18,6 +18,7 @@ def python(args, folder):
                           timeout=120)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("guard", ['if __name__ == "__main__":', "if '__main__' == __name__:"])
 def test_a_guarded_script_runs(guard, tmp_path):
     """(A line outside the guard still runs in each worker, as Python's spawn and forkserver import
