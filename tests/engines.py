@@ -39,27 +39,25 @@ def shm_segments():
     return set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
 
 
-def mapped_elsewhere(name):
-    """Is /dev/shm/`name` mapped by a process outside this one's tree? Then it is another test's,
-    run beside this one (pytest-xdist's other worker), not one this test left behind: /dev/shm is
-    one folder for the whole machine, and a semaphore's name (sem.mp-...) says nothing of its owner."""
+def mapped_elsewhere():
+    """The /dev/shm names mapped by a process outside this one's tree: another test's, run beside
+    this one (pytest-xdist's other worker), not ones this test left behind. /dev/shm is one folder
+    for the whole machine, and a semaphore's name (sem.mp-...) says nothing of its owner."""
     ours = {os.getpid()} | {p.pid for p in psutil.Process().children(recursive=True)}
-    path = f"/dev/shm/{name}"
-    for pid in psutil.pids():
-        if pid in ours:
-            continue
+    names = set()
+    for pid in set(psutil.pids()) - ours:
         try:
             with open(f"/proc/{pid}/maps") as maps:
-                if path in maps.read():
-                    return True
+                names.update(line.split("/dev/shm/", 1)[1].split()[0] for line in maps if "/dev/shm/" in line)
         except OSError:
             continue
-    return False
+    return names
 
 
 def new_segments(before):
     """The /dev/shm segments made since `before` that no process outside this one's tree maps."""
-    return {s for s in shm_segments() - before if not mapped_elsewhere(s)}
+    new = shm_segments() - before
+    return new - mapped_elsewhere() if new else new
 
 
 @pytest.fixture

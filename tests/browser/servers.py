@@ -85,13 +85,23 @@ class Server:
         raise TimeoutError("the server did not come up:\n" + self.log.read_text())
 
     def stop(self):
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
+        stop_group(self.proc)
+
+
+def stop_group(proc, sig=signal.SIGTERM, seconds=15):
+    """Stop a process started in a session of its own, and whatever is left in its group, by PID:
+    `sig`, then SIGKILL after `seconds`."""
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, sig)
+            proc.wait(seconds)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            pass
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait(10)
 
 
 def lab(root, work, notebook, extra=(), env=None):

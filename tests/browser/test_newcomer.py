@@ -12,7 +12,6 @@ Nothing is reused from this checkout: the clone gets its own .venv from `make la
 PIP_FIND_LINKS where the machine has a wheel cache, as CI and a learner's machine do) and its own
 build/ (reveal.js from the npm registry). Screenshots: build/browser/newcomer/*.png.
 """
-import json
 import os
 import re
 import signal
@@ -20,9 +19,10 @@ import subprocess
 import time
 from pathlib import Path
 
+import nbformat
 import pytest
 
-from servers import CHROME_ARGS, CHROMIUM, free_port, require_browser
+from servers import CHROME_ARGS, CHROMIUM, free_port, require_browser, stop_group
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "build" / "browser" / "newcomer"
@@ -33,21 +33,6 @@ WRONG = ('def average(grads, workers):\n'
 RIGHT = WRONG.replace("np.mean(list(grads.values()))", "np.mean(list(grads.values()), axis=0)")
 PANEL = ".jp-NotebookPanel:not(.lm-mod-hidden)"      # the notebook in the tab shown
 TASK = re.compile(r"Task 1\.1[^\n]*?(\d+) / (\d+)")
-
-
-def _stop(proc, sig=signal.SIGTERM, seconds=30):
-    """Stop a process started in its own session, and everything in its group, by PID."""
-    if proc.poll() is None:
-        try:
-            os.killpg(proc.pid, sig)
-            proc.wait(seconds)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            pass
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    proc.wait(10)
 
 
 def _wait_for(log, pattern, proc, seconds):
@@ -77,8 +62,7 @@ def _edit_cell(page, index, code):
 def _save(page, path, code):
     page.keyboard.press("Control+s")
     deadline = time.monotonic() + 30
-    while code not in "".join(c["source"] if isinstance(c["source"], str) else "".join(c["source"])
-                              for c in json.loads(path.read_text())["cells"]):
+    while code not in "".join(c.source for c in nbformat.read(path, 4).cells):
         assert time.monotonic() < deadline, "Ctrl+S did not save the notebook"
         time.sleep(0.3)
 
@@ -126,7 +110,6 @@ def test_a_newcomer_clones_installs_learns_checks_presents_and_demos(tmp_path):
         time.sleep(1)
         assert "?token=" in log.read_text().rstrip().splitlines()[-1], f"the URL comes last:\n{log.read_text()}"
         base, token = f"http://127.0.0.1:{port}", url.split("token=")[1]
-        require_browser()
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROME_ARGS)
             page = browser.new_page(viewport={"width": 1280, "height": 900})
@@ -214,5 +197,5 @@ def test_a_newcomer_clones_installs_learns_checks_presents_and_demos(tmp_path):
             demo.wait(30)
     finally:
         if demo is not None:
-            _stop(demo, signal.SIGINT)
-        _stop(lab, signal.SIGINT)
+            stop_group(demo, signal.SIGINT, 30)
+        stop_group(lab, signal.SIGINT, 30)
