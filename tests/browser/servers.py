@@ -37,6 +37,10 @@ def require_browser():
         if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
             pytest.fail("CI=true: " + message)
         pytest.skip(message)
+    # expect()'s default wait is 5 s: a page still loading on a busy machine (CI: JupyterLab's
+    # workspace restoring before it opens a second notebook) failed there. 30 s, as for actions.
+    from playwright.sync_api import expect
+    expect.set_options(timeout=30_000)
 
 
 def free_port():

@@ -136,7 +136,7 @@ def test_a_newcomer_clones_installs_learns_checks_presents_and_demos(tmp_path):
             # 2. the exercise: a wrong answer, saved, fails its own task in aps.check(); then the right one
             exercise = clone / "exercises" / "01-sync-round.ipynb"
             page.goto(f"{base}/lab/tree/exercises/01-sync-round.ipynb?token={token}")
-            expect(page.get_by_role("tab", name="01-sync-round.ipynb")).to_be_visible()
+            expect(page.get_by_role("tab", name="01-sync-round.ipynb")).to_be_visible(timeout=120_000)
             expect(idle).to_be_visible(timeout=120_000)
             _edit_cell(page, 3, WRONG)
             _save(page, exercise, "np.mean(list(grads.values()))\n")
@@ -156,7 +156,7 @@ def test_a_newcomer_clones_installs_learns_checks_presents_and_demos(tmp_path):
             page.locator(".lm-Menu-itemLabel").get_by_text("New", exact=True).first.click()
             page.locator(".lm-Menu-itemLabel").get_by_text("Terminal", exact=True).first.click()
             screen = page.locator(".jp-Terminal").first
-            expect(screen).to_be_visible()
+            expect(screen).to_be_visible(timeout=120_000)
             time.sleep(2)                                   # the shell's prompt, after ~/.bashrc
             screen.click()
             page.keyboard.type("python -m asyncps.check exercises/01-sync-round.ipynb > check.txt 2>&1; "
@@ -177,7 +177,7 @@ def test_a_newcomer_clones_installs_learns_checks_presents_and_demos(tmp_path):
             deck = clone / "build" / "slides" / "00-start-here.slides.html"
             assert deck.is_file(), sorted(p.name for p in deck.parent.iterdir())
             page.goto(deck.as_uri())
-            expect(page.locator(".reveal .slides section.present").first).to_be_visible()
+            expect(page.locator(".reveal .slides section.present").first).to_be_visible(timeout=120_000)
             page.screenshot(path=str(ARTIFACTS / "5-slides.png"))
 
             # 5. make demo: the URL its last lines print opens the Playground; Ctrl+C stops it
