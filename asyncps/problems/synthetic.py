@@ -43,7 +43,7 @@ class LeastSquares(Problem):
 
     def loss(self, params):
         r = self.A @ params - self.b
-        return 0.5 * float(np.mean(r * r))
+        return 0.5 * float(np.add.reduce(r * r) / r.size)     # np.mean's sum and division, bit for bit
 
     def gradient(self, params, indices=None, rng=None):
         A, b = (self.A, self.b) if indices is None else (self.A[indices], self.b[indices])
@@ -69,7 +69,8 @@ class Logistic(Problem):
 
     def loss(self, params):
         z = self.X @ params
-        return float(np.mean(np.logaddexp(0.0, z) - self.labels * z))
+        terms = np.logaddexp(0.0, z) - self.labels * z
+        return float(np.add.reduce(terms) / terms.size)         # np.mean's sum and division, bit for bit
 
     def gradient(self, params, indices=None, rng=None):
         X, y = (self.X, self.labels) if indices is None else (self.X[indices], self.labels[indices])
