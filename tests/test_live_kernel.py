@@ -21,6 +21,7 @@ The runs are paused before the kernel goes (the hard case: a paused worker sleep
 would wait forever). Every kernel and every process noted is killed by PID in a `finally`.
 """
 import os
+import queue
 import signal
 import time
 
@@ -63,6 +64,24 @@ class Kernel:
     @property
     def pid(self):
         return self.km.provisioner.pid
+
+    def wait_for_iopub(self, seconds=60):
+        """Until the client hears the (restarted) kernel on IOPub: its subscription reconnects
+        after a restart, and what the kernel prints before that is lost (loaded, a test's
+        `print(1 + 1)` once came back empty). Asks for kernel_info until its idle status arrives."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            asked = self.kc.kernel_info()
+            self.kc.get_shell_msg(timeout=max(1.0, deadline - time.monotonic()))
+            try:
+                while True:
+                    msg = self.kc.get_iopub_msg(timeout=1)
+                    if msg["parent_header"].get("msg_id") == asked and msg["msg_type"] == "status" \
+                            and msg["content"]["execution_state"] == "idle":
+                        return
+            except queue.Empty:
+                continue
+        raise AssertionError(f"the kernel's IOPub said nothing in {seconds} s")
 
     def run(self, code, timeout=120):
         """Execute `code`; (its stdout, the reply's status, the error's name or None)."""
@@ -145,6 +164,7 @@ def test_a_graceful_restart_leaves_nothing_running(kernel):
     kernel.km.restart_kernel(now=False)                   # as JupyterLab's Restart does
     assert still_running(everything) == []
     kernel.pids.add(kernel.pid)                           # the new kernel works as before
+    kernel.wait_for_iopub()
     assert kernel.ok("print(1 + 1)") == "2"
 
 
