@@ -7,8 +7,8 @@ REQUEST holds the notebook's code cells ({"source", "graded"}), the variants ({"
 variant replaces, "source"}), the folder the notebook runs in and a timeout per variant. The
 notebook runs once, cell by cell, in IPython's InteractiveShell (the shell a Jupyter kernel wraps).
 Just before a cell that variants replace, the process forks once per variant: the child runs the
-rest of the notebook with the variant in that cell and reports which graded cells raised; the
-parent waits for it, then goes on with the original cell. RESULT: {"variants": for each variant,
+rest of the notebook with the variant in that cell and reports which graded cells raised, while
+the parent goes on with the original cell. RESULT: {"variants": for each variant,
 [index, error] of each graded cell that lost its points (it raised, or never ran because the
 variant's run timed out), "original": the same for the notebook as given}.
 
@@ -19,7 +19,8 @@ state, seeds passed). tests/test_wrong_answers.py checks that the solution itsel
 loses nothing, and the real kernels of asyncps.grade (tests/test_assignments.py) and nbgrader
 (tests/test_nbgrader.py) grade the solution, a blank and a mixed submission.
 
-One process at a time: the variants share the folder the notebook runs in, as its kernels would.
+Two variants at a time beside the notebook's own run ("parallel" in REQUEST): they share the
+folder the notebook runs in, as two kernels grading at once would (no assignment writes a file).
 Torch and BLAS use one thread here (GNU OpenMP's threads do not survive a fork); a thread count
 changes no bits of these runs (measured: conftest.py).
 """
@@ -48,10 +49,9 @@ def run_cells(shell, cells, start):
     return lost
 
 
-def in_child(shell, cells, index, source, timeout):
+def start_child(shell, cells, index, source, timeout):
     """Fork; the child runs the notebook from `index` with `source` there and writes its lost
-    cells to a pipe. Returns what it reported (a timeout or a crash loses every graded cell from
-    `index` on, as a kernel that stops does)."""
+    cells to a pipe. Returns (pid, the pipe's end to read, index, deadline)."""
     read, write = os.pipe()
     sys.stdout.flush()
     sys.stderr.flush()
@@ -69,7 +69,14 @@ def in_child(shell, cells, index, source, timeout):
         finally:
             os._exit(status)                                  # no atexit, no parent's finalizers
     os.close(write)
-    chunks, deadline = [], time.monotonic() + timeout
+    return pid, read, index, time.monotonic() + timeout
+
+
+def finish(child, cells):
+    """What a child reported, once it ended (a timeout or a crash loses every graded cell from its
+    variant on, as a kernel that stops does)."""
+    pid, read, index, deadline = child
+    chunks = []
     while True:
         ready, _, _ = select.select([read], [], [], max(0.0, deadline - time.monotonic()))
         if not ready:                                         # timed out: stop it and its children
@@ -105,13 +112,18 @@ def main(request_path, result_path):
     by_cell = {}
     for k, variant in enumerate(variants):
         by_cell.setdefault(variant["index"], []).append(k)
-    baseline = []
+    baseline, running = [], []                                # running: (variant, child)
     for i, cell in enumerate(cells):
         for k in by_cell.get(i, []):
-            results[k] = in_child(shell, cells, i, variants[k]["source"], request["timeout"])
+            while len(running) >= request.get("parallel", 2):
+                done, child = running.pop(0)
+                results[done] = finish(child, cells)
+            running.append((k, start_child(shell, cells, i, variants[k]["source"], request["timeout"])))
         error = run_cell(shell, cell["source"])
         if error is not None and cell["graded"]:
             baseline.append([i, error])
+    for done, child in running:
+        results[done] = finish(child, cells)
     with open(result_path, "w") as f:
         json.dump({"variants": results, "original": baseline}, f)
 
