@@ -3,6 +3,7 @@ assignment (a blank submission, the solution, and one who makes several catalogu
 and read the scores from the gradebook. They must be what asyncps.grade gives: blank 0, solved full
 marks, the mixed student loses exactly the cells its mistakes lose (tests/test_assignments.py and
 tests/test_wrong_answers.py check asyncps.grade on each wrong answer alone)."""
+import functools
 import os
 import runpy
 import shutil
@@ -38,6 +39,7 @@ def first_error(log):
     return head + log[-3000:]
 
 
+@functools.cache
 def mistakes(name):
     """Catalogued wrong answers (tests/wrong/) a student could make together: each in a cell of its
     own, losing cells no other one loses, nor the cell another one replaces, together at most half

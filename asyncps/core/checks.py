@@ -87,6 +87,9 @@ def vector(name, value, length=None, minimum=None, positive=False):
     return array
 
 
+SMALL = 1024          # all_finite: entries up to which np.isfinite beats the sum of squares
+
+
 def all_finite(array):
     """True when no entry is NaN or inf. A float array up to SMALL entries: np.isfinite, which
     needs no floating-point state saved and restored (2-3x faster than the sum below at 10
@@ -104,9 +107,6 @@ def all_finite(array):
     except (TypeError, ValueError):
         pass
     return bool(np.all(np.isfinite(array)))
-
-
-SMALL = 1024
 
 
 def gradient(value, like, source="the gradient"):
