@@ -141,6 +141,23 @@ def _api(server, method, path):
     return json.loads(body) if body else None
 
 
+def _kernel_idle(server, name, seconds=240):
+    """Wait until the kernel JupyterLab started for notebook `name` reads idle. ipywidgets draws a
+    notebook's saved widget state only once that kernel is ready and has answered a comm_info
+    request (jupyterlab_widgets' restoreWidgets awaits sessionContext.ready, then loads from the
+    kernel, then from the notebook): on a loaded machine the kernel's start alone took over the
+    60 s the test gave the widgets (CI: "0 of its 1 widgets drawn"; reproduced by making the
+    server's kernels sleep 65 s before they start)."""
+    deadline, states = time.monotonic() + seconds, []
+    while time.monotonic() < deadline:
+        states = [s["kernel"]["execution_state"] for s in _api(server, "GET", "/api/sessions")
+                  if s["path"].endswith(name) and s.get("kernel")]
+        if "idle" in states:
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"{name}: its kernel did not read idle within {seconds} s (states seen: {states})")
+
+
 def _close_kernels(server):
     """The kernels JupyterLab started on opening the notebooks: nothing runs in them."""
     for session in _api(server, "GET", "/api/sessions"):
@@ -343,6 +360,7 @@ def test_widgets_fit_and_read_at_every_width_in_both_themes(lab_page, notebook):
     expected = widget_count(ROOT / "notebooks" / notebook)
     panel = _open(page, server, notebook)
     try:
+        _kernel_idle(server, notebook)
         deadline = time.time() + 60
         while time.time() < deadline and page.evaluate(CHECK_COUNT) < expected:
             time.sleep(0.2)
@@ -375,6 +393,7 @@ def test_the_checks_see_an_overflow_a_cut_off_label_and_pale_text(lab_page):
     panel = _open(page, server, BAD)
     try:
         from playwright.sync_api import expect
+        _kernel_idle(server, BAD)
         expect(panel.locator(".jp-OutputArea-output .widget-html").first).to_be_visible(timeout=60_000)
         _theme(page, "JupyterLab Light")
         _resize(page, 1000)
