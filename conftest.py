@@ -13,3 +13,21 @@ REPRODUCIBLE = {"TQDM_DISABLE": "1", "ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_
                 "MKL_CBWR": "AVX2"}
 for _name, _value in REPRODUCIBLE.items():
     os.environ.setdefault(_name, _value)
+
+
+# pytest-xdist (make test: --dist loadgroup): a test file runs on one worker from its first test to
+# its last — a notebook's cells in order in one kernel, a module's servers and fixtures built once —
+# except the files named here, whose tests are independent and long (one assignment's catalogue of
+# wrong answers each); those spread over the workers test by test, so no single file is the run's
+# longest chain.
+SPREAD = {"tests/test_wrong_answers.py", "tests/test_assignments.py"}
+
+
+def pytest_collection_modifyitems(config, items):
+    import pytest
+
+    root = config.rootpath
+    for item in items:
+        path = item.path.relative_to(root).as_posix() if item.path.is_relative_to(root) else str(item.path)
+        if path not in SPREAD:
+            item.add_marker(pytest.mark.xdist_group(path))
