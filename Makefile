@@ -178,12 +178,12 @@ demo: $(LAB) $(VOILA_ICONS)/css/all.min.css
 		--MappingKernelManager.cull_idle_timeout=120 --MappingKernelManager.cull_interval=30
 
 # pytest-xdist runs the suite on every core (JOBS=auto; JOBS=1: one process, as before), each test
-# file on one worker from its first test to its last (--dist loadgroup, the groups set in
-# conftest.py): a notebook's cells run in order in one kernel, and a file's module-scoped servers
-# serve its tests only; the few files of independent long tests (conftest.SPREAD) spread test by test
+# file on one worker from its first test to its last (--dist loadfile): a notebook's cells run in
+# order in one kernel, and a file's module-scoped servers serve its tests only; the few files of
+# independent long tests (conftest.SPREAD) spread test by test
 JOBS ?= auto
 test: $(TEST) browser netns
-	$(PY) -m pytest -n $(JOBS) --dist loadgroup
+	$(PY) -m pytest -n $(JOBS) --dist loadfile
 
 # The test matrix (noxfile.py): the unit and engine tests on Python 3.11, 3.12 and 3.13 with the
 # oldest and newest torch declared, and once with every dependency at its declared lower bound
@@ -207,7 +207,7 @@ $(MATRIX_TOOLS): $(PY)
 # and one combination of the matrix
 test-fast: $(TEST)
 	$(PY) -m pytest tests --ignore=tests/browser -m "not slow" -p no:nbval -o addopts="-ra --strict-markers" \
-		-n $(JOBS) --dist loadgroup
+		-n $(JOBS) --dist loadfile
 
 notebooks: $(LAB)
 	$(PY) scripts/notebooks.py

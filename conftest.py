@@ -15,19 +15,29 @@ for _name, _value in REPRODUCIBLE.items():
     os.environ.setdefault(_name, _value)
 
 
-# pytest-xdist (make test: --dist loadgroup): a test file runs on one worker from its first test to
+# pytest-xdist (make test: --dist loadfile): a test file runs on one worker from its first test to
 # its last — a notebook's cells in order in one kernel, a module's servers and fixtures built once —
 # except the files named here, whose tests are independent and long (one assignment's catalogue of
-# wrong answers each); those spread over the workers test by test, so no single file is the run's
-# longest chain.
+# wrong answers each): those spread over the workers test by test, so that no single file is the
+# run's longest chain. (xdist's own --dist loadgroup would say this with marks, but with pytest 9.2
+# it ignores them: it renames item._nodeid, which pytest no longer reads.)
 SPREAD = {"tests/test_wrong_answers.py", "tests/test_assignments.py"}
 
-
-def pytest_collection_modifyitems(config, items):
+try:
     import pytest
+except ImportError:        # scripts/notebooks.py imports this file for REPRODUCIBLE, with no pytest
+    pytest = None
 
-    root = config.rootpath
-    for item in items:
-        path = item.path.relative_to(root).as_posix() if item.path.is_relative_to(root) else str(item.path)
-        if path not in SPREAD:
-            item.add_marker(pytest.mark.xdist_group(path))
+if pytest is not None:
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_make_scheduler(config, log):
+        if config.getvalue("dist") != "loadfile":
+            return None                                   # xdist's own scheduler for that mode
+        from xdist.scheduler import LoadScopeScheduling
+
+        class ByFileExceptSpread(LoadScopeScheduling):
+            def _split_scope(self, nodeid):
+                path = nodeid.split("::", 1)[0]
+                return nodeid if path in SPREAD else path
+
+        return ByFileExceptSpread(config, log)

@@ -216,6 +216,12 @@ def _pass(browser, server, frontend, trust):
         for path in COURSE if trust == "untrusted" else TRUSTED:
             shown.open(server, path)
             page.locator(f"{PANEL} .jp-Notebook").first.wait_for(timeout=90_000)
+            # the notebook's own cells, not the empty cell a panel shows before its file has loaded
+            # (an exercise has no output to wait for: the page was looked at, and its screenshot
+            # taken, before its cells replaced that one, which then left the page under the test)
+            cells = len(nbformat.read(ROOT / path, 4).cells)
+            page.wait_for_function("([panel, n]) => document.querySelectorAll(`${panel} .jp-Cell`).length === n",
+                                   arg=[PANEL, cells], timeout=90_000)
             time.sleep(0.3)
             found = look(page, path, folder / f"{Path(path).parent.name}-{Path(path).stem}.png")
             if found:
