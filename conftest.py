@@ -20,7 +20,7 @@ for _name, _value in REPRODUCIBLE.items():
 # except the files named here, whose tests are independent and long (one assignment's catalogue of
 # wrong answers each): those spread over the workers test by test, so that no single file is the
 # run's longest chain. (xdist's own --dist loadgroup would say this with marks, but with pytest 9.2
-# it ignores them: it renames item._nodeid, which pytest no longer reads.)
+# it ignores them: it renames item._nodeid, which pytest no longer reads; pytest-xdist#1386.)
 SPREAD = {"tests/test_wrong_answers.py", "tests/test_assignments.py"}
 
 try:
