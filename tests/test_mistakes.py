@@ -64,9 +64,13 @@ def outcomes(request, tmp_path_factory):
     machine has 2 cores)."""
     selected = [item.callspec.params["m"] for item in request.session.items
                 if getattr(item, "originalname", None) == "test_a_mistake_ends_with_its_message"]
+    # each mistake's folder made here, before the threads: pytest makes its base temp folder on the
+    # first mktemp, and two threads doing that at once raced (FileExistsError, under load)
+    folders = {m["name"]: tmp_path_factory.mktemp(m["name"]) for m in selected}
+
     def one(m):
         try:
-            return seen(m, tmp_path_factory.mktemp(m["name"]))
+            return seen(m, folders[m["name"]])
         except Exception:                       # noqa: BLE001 - that mistake's test says what
             return None, "", traceback.format_exc()
 
