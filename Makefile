@@ -17,7 +17,8 @@ TEST    = $(VENV)/.installed-test
 
 # Python caches each module it compiles (__pycache__/, ignored by git). A machine that turns that
 # off (PYTHONDONTWRITEBYTECODE) makes every process the tests start (workers, kernels, graders)
-# compile the package and the tests again: make test-fast spent 243 s of CPU instead of 183 s.
+# compile the package and the tests again (collecting the unit tests alone: 17.6 s against 12.2 s,
+# in every worker).
 unexport PYTHONDONTWRITEBYTECODE
 
 # torch. On Linux, PyPI's torch is the CUDA build (~15 nvidia-* packages, several GB); the CPU
