@@ -34,7 +34,7 @@ from zmq.utils import z85
 import asyncps as aps
 from asyncps import classroom
 from engines import no_thread_survives  # noqa: F401 (a fixture)
-from test_classroom import LSQ, finish, rooms, wait_until  # noqa: F401 (rooms: a fixture)
+from test_classroom import LSQ, finish, rooms, send_refused, wait_until  # noqa: F401 (rooms: a fixture)
 
 pytestmark = [pytest.mark.timeout(60), pytest.mark.usefixtures("no_thread_survives"),
               pytest.mark.slow]             # half a minute of floods in all: not in make test-fast
@@ -1012,7 +1012,7 @@ def test_a_session_used_from_another_key_is_refused(rooms):
     reply, _ = call(door, {"op": "push", "seq": 9, "compute_seconds": 0.0, **stolen}, np.ones(10))
     assert reply["refused"] == "session"
     stranger = dealer(room, "stranger", source=ELSEWHERE)  # a stranger: not even a handshake
-    stranger.send_multipart(frames_of({"op": "leave", **stolen}))
+    send_refused(stranger, frames_of({"op": "leave", **stolen}))
     assert silent(stranger, 500)
     assert room.refused["session"] == 3 and room.refused["handshake"] >= 1
     assert room.server.version == 0 and ada.worker in room.seats

@@ -86,7 +86,7 @@ class Connection:
         self._rid += 1
         frames = wire.pack({**header, "rid": self._rid}, array)
         started = sent = time.monotonic()
-        self.socket.send_multipart(frames)
+        self._send(frames, started)
         while True:
             if self.socket.poll(100):
                 reply = self.socket.recv_multipart()
@@ -96,12 +96,30 @@ class Connection:
                 continue                                   # an answer to a request sent before
             back = self._handshake_news()
             now = time.monotonic()
-            if now - started > self.timeout:
-                raise RoomLost(f"the room did not answer for {self.timeout:g} s: it was closed or "
-                               f"the network is down")
+            self._check_timeout(started)
             if back or now - sent > RESEND:
-                self.socket.send_multipart(frames)
+                self._send(frames, started)
                 sent = now
+
+    def _send(self, frames, started):
+        """Send `frames` without blocking for good: after a refused handshake the socket has no
+        connection to queue them on until it reconnects, and a plain send would wait forever
+        (a wrong token, once the room said no before the first send). Meanwhile the handshake's
+        news is read (a refusal raises) and the timeout counts."""
+        import zmq
+
+        while True:
+            try:
+                return self.socket.send_multipart(frames, zmq.NOBLOCK)
+            except zmq.Again:
+                self._handshake_news()
+                self._check_timeout(started)
+                self.socket.poll(100, zmq.POLLOUT)
+
+    def _check_timeout(self, started):
+        if time.monotonic() - started > self.timeout:
+            raise RoomLost(f"the room did not answer for {self.timeout:g} s: it was closed or "
+                           f"the network is down")
 
     def _handshake_news(self):
         """True when the connection came back after a drop (a request in flight may be lost).
