@@ -21,7 +21,7 @@ def test_many_workers_on_two_cores(engine, workers, policy):
 
 @pytest.mark.slow
 @pytest.mark.timeout(300)
-@pytest.mark.parametrize("engine, pushes", [("threads", 20_000), ("processes", 5_000), ("rpc", 2_000)])
+@pytest.mark.parametrize("engine, pushes", [("threads", 20_000), ("processes", 40_000), ("rpc", 2_000)])
 def test_soak_loses_nothing_and_stays_flat(engine, pushes):
     r = reliability.soak(engine, pushes)
     assert r["exact"] and r["lost"] == 0 and r["pushes"] == pushes, r

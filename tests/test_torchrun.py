@@ -158,9 +158,11 @@ def test_two_torchrun_nodes_of_two_processes_run_a_world(world, tmp_path, policy
     # every worker rank's own events (its pulls and computes, sent with its calls) arrived at
     # rank 0 for every rank that pushed. Under async a rank that starts late (four ranks and two
     # agents on two cores) may find the 200 versions made before its first pull: a pull after the
-    # end is served, not recorded, and that rank rightly has no events at all.
+    # end is served, not recorded, and that rank rightly has no events at all — with two busy
+    # processes beside the test, two of the three did (measured: only worker 2 pushed). Under
+    # sync every rank pushes in every round: that run checks all three ranks' events.
     pushed = {e.worker for e in trace.pushes}
-    assert pushed == {0, 1, 2} if policy == "sync" else len(pushed) >= 2, pushed
+    assert pushed == {0, 1, 2} if policy == "sync" else pushed, pushed
     for kind in ("pull", "compute"):
         assert pushed <= {e.worker for e in trace.events if e.kind == kind}, kind
     if policy == "sync":

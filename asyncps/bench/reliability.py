@@ -27,16 +27,19 @@ def constant_problem(dim=64):
 
 
 class Memory:
-    """Samples the resident memory of this process and its children while a run goes on."""
+    """Samples the resident memory of this process and its children while a run goes on, and
+    how far the run is (`progress`: a callable giving the share of its steps done, 0 to 1)."""
 
-    def __init__(self, every=0.05):
+    def __init__(self, every=0.05, progress=None):
         self.every, self.samples, self._stop = every, [], threading.Event()
+        self.progress = progress
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     @staticmethod
     def rss():
         """This process's resident memory plus its children's *unique* memory (USS): summing their
-        RSS would count the torch libraries they share with the fork server once per child."""
+        RSS would count the torch libraries they share with the fork server once per child.
+        (USS is read from smaps, slowly: with four worker processes, a sample every ~0.4 s.)"""
         me = psutil.Process()
         total = me.memory_info().rss
         for child in me.children(recursive=True):
@@ -48,7 +51,8 @@ class Memory:
 
     def _run(self):
         while not self._stop.is_set():
-            self.samples.append((time.perf_counter(), self.rss()))
+            done = self.progress() if self.progress is not None else None
+            self.samples.append((time.perf_counter(), self.rss(), done))
             self._stop.wait(self.every)
 
     def __enter__(self):
@@ -62,15 +66,22 @@ class Memory:
 
     @property
     def peak_growth(self):
-        return max((r for _, r in self.samples), default=self.before) - self.before
+        return max((r for _, r, _ in self.samples), default=self.before) - self.before
 
     def growth_after_warmup(self, warmup=0.3):
-        """Relative growth from the end of the first `warmup` share of samples to the end."""
-        rss = [r for _, r in self.samples]
+        """Relative growth of memory while the run goes on, from the first sample after it made
+        `warmup` of its steps to its last samples before it ended (median of 3). With `progress`
+        unknown, the first `warmup` share of the samples counts as the warm-up instead — which
+        on a loaded machine may still hold worker processes starting (their imports)."""
+        if self.progress is None:
+            rss = [r for _, r, _ in self.samples]
+            rss = rss[int(len(rss) * warmup):]
+        else:
+            rss = [r for _, r, done in self.samples if warmup <= done < 1.0]
         if len(rss) < 5:
-            return 0.0
-        start = rss[int(len(rss) * warmup)]
-        return (np.median(rss[-3:]) - start) / start
+            raise ValueError(f"{len(rss)} memory samples while the run went on: too few to say how "
+                             f"it grew; sample more often than every={self.every:g} s, or run longer")
+        return (np.median(rss[-3:]) - rss[0]) / rss[0]
 
 
 def load(engine, workers, policy, steps=300, dim=2000):
@@ -91,9 +102,11 @@ def soak(engine, pushes, workers=4):
     prob = constant_problem()
     lr = 2.0 ** -10
     start = time.perf_counter()
-    with Memory(every=0.1) as memory:
-        run = train(prob, workers=workers, policy="async", lr=lr, steps=pushes, engine=engine,
-                    loss_every=max(1, pushes // 100), trace_limit=2000, timeout=60)
+    live = train(prob, workers=workers, policy="async", lr=lr, steps=pushes, engine=engine,
+                 loss_every=max(1, pushes // 100), trace_limit=2000, timeout=60, live=True,
+                 progress=False)
+    with Memory(every=0.05, progress=lambda: live.state["version"] / pushes) as memory:
+        run = live.result()
     made = int(run.trace.pushes_per_worker().sum())
     expected = -lr * made
     return {"engine": engine, "pushes": made, "lost": int(round((run.params - expected).max() / lr)),
