@@ -18,10 +18,23 @@ for _name, _value in REPRODUCIBLE.items():
 # pytest-xdist (make test: --dist loadfile): a test file runs on one worker from its first test to
 # its last — a notebook's cells in order in one kernel, a module's servers and fixtures built once —
 # except the files named here, whose tests are independent and long (one assignment's catalogue of
-# wrong answers each): those spread over the workers test by test, so that no single file is the
-# run's longest chain. (xdist's own --dist loadgroup would say this with marks, but with pytest 9.2
-# it ignores them: it renames item._nodeid, which pytest no longer reads; pytest-xdist#1386.)
-SPREAD = {"tests/test_wrong_answers.py", "tests/test_assignments.py"}
+# wrong answers each, one frontend and trust each): those spread over the workers test by test, so
+# that no single file is the run's longest chain. (xdist's own --dist loadgroup would say this with
+# marks, but with pytest 9.2 it ignores them: it renames item._nodeid, which pytest no longer
+# reads; pytest-xdist#1386.)
+# The units go out longest first (tests/durations.json: seconds per unit, measured; a unit it does
+# not know counts 1 s a test): xdist's own order puts the files with most tests first, and so the
+# single long tests last, where one worker ran a 261 s test alone while the other had nothing.
+# `python scripts/durations.py LOG` writes the file from a `--durations=0` run's output.
+SPREAD = {"tests/test_wrong_answers.py", "tests/test_assignments.py", "tests/browser/test_first_sight.py"}
+DURATIONS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tests", "durations.json")
+
+
+def unit_of(nodeid):
+    """The unit of work a worker takes whole: the test file, or the test in a SPREAD file."""
+    path = nodeid.split("::", 1)[0]
+    return nodeid if path in SPREAD else path
+
 
 try:
     import pytest
@@ -33,11 +46,29 @@ if pytest is not None:
     def pytest_xdist_make_scheduler(config, log):
         if config.getvalue("dist") != "loadfile":
             return None                                   # xdist's own scheduler for that mode
+        import json
+
         from xdist.scheduler import LoadScopeScheduling
 
-        class ByFileExceptSpread(LoadScopeScheduling):
-            def _split_scope(self, nodeid):
-                path = nodeid.split("::", 1)[0]
-                return nodeid if path in SPREAD else path
+        try:
+            with open(DURATIONS) as f:
+                measured = json.load(f)
+        except FileNotFoundError:
+            measured = {}
 
-        return ByFileExceptSpread(config, log)
+        class LongestFirst(LoadScopeScheduling):
+            def _split_scope(self, nodeid):
+                return unit_of(nodeid)
+
+            def _assign_work_unit(self, node):
+                # the queue is built (in collection order, or by test count) when this is first
+                # called: order it once, longest first (the workers' collections keep their order:
+                # xdist sends each worker indices into its own)
+                if not getattr(self, "_longest_first", False):
+                    queue = self.workqueue
+                    for unit in sorted(queue, key=lambda u: -measured.get(u, float(len(queue[u])))):
+                        queue.move_to_end(unit)
+                    self._longest_first = True
+                super()._assign_work_unit(node)
+
+        return LongestFirst(config, log)

@@ -7,10 +7,11 @@ MIME type it may render; for an untrusted notebook only "safe" ones, text/html a
 no widget view (scripts/notebooks.py drops it: without saved widget state a trusted notebook would
 say "Error displaying widget: model not found") and each picture as an <img> in text/html.
 
-One server (JupyterLab, which serves Notebook 7 at /notebooks/ too) with a data dir of its own, so
-no signature makes a notebook trusted; a kernel starts for each notebook opened, as it does for a
-learner, and nothing runs in it. Then every notebook is signed in that data dir and looked at
-again (those with outputs: trust is about outputs). Per notebook and frontend, the checks:
+Two servers (JupyterLab, which serves Notebook 7 at /notebooks/ too), each with a data dir of its
+own: one empty, so no signature makes a notebook trusted; in the other every notebook with outputs
+is signed (what "Trust" does; trust is about outputs), checked through the server first. A kernel
+starts for each notebook opened, as it does for a learner, and nothing runs in it. Each frontend
+and trust is a test of its own. Per notebook and frontend, the checks:
 - each picture the committed notebook holds (an <img> in text/html, a PNG) is an <img> in the page
   that loaded (naturalWidth > 0) and has a box (width and height > 0), scrolled into view;
 - no inline <svg> in any output, none of the pictures' titles as loose text (what a stripped SVG
@@ -88,10 +89,26 @@ def test_the_course_has_pictures_to_look_at():
 
 
 @pytest.fixture(scope="module")
-def course(tmp_path_factory):
-    """A fresh clone's course folders, served by one JupyterLab with an empty data dir."""
+def browser():
     require_browser()
-    work = tmp_path_factory.mktemp("first-sight")
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROME_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+@pytest.fixture(scope="module", params=["untrusted", "trusted"])
+def course(request, tmp_path_factory):
+    """A fresh clone's course folders, served by one JupyterLab with a data dir of its own:
+    empty (no notebook trusted, as on a fresh clone), or with every notebook that has outputs
+    signed in it (what "Trust" does) — checked through the server before any page opens."""
+    from nbformat.sign import NotebookNotary
+
+    trust = request.param
+    work = tmp_path_factory.mktemp(f"first-sight-{trust}")
     root = work / "clone"
     for folder in ("notebooks", "exercises", "solutions"):
         shutil.copytree(ROOT / folder, root / folder, ignore=shutil.ignore_patterns("src", "*.py"))
@@ -101,16 +118,16 @@ def course(tmp_path_factory):
     server = lab(root, work, COURSE[0], extra=["--LabApp.expose_app_in_browser=True",
                                               "--JupyterNotebookApp.expose_app_in_browser=True"],
                  env={"JUPYTER_DATA_DIR": str(data)})
-    (settings / "tracker.jupyterlab-settings").write_text(json.dumps(
-        {"windowingMode": "none", "kernelShutdown": True}))       # a closed notebook's kernel ends
-    from playwright.sync_api import sync_playwright
     try:
-        with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROME_ARGS)
-            try:
-                yield server, root, data, browser
-            finally:
-                browser.close()
+        (settings / "tracker.jupyterlab-settings").write_text(json.dumps(
+            {"windowingMode": "none", "kernelShutdown": True}))   # a closed notebook's kernel ends
+        assert all(trusted_cells(server, p) <= {False} for p in COURSE), "a notebook is trusted already"
+        if trust == "trusted":
+            notary = NotebookNotary(data_dir=str(data))
+            for path in TRUSTED:
+                notary.sign(nbformat.read(root / path, 4))
+            assert all(trusted_cells(server, p) == {True} for p in TRUSTED), "signing made nothing trusted"
+        yield server, trust
     finally:
         server.stop()
 
@@ -211,6 +228,7 @@ def _pass(browser, server, frontend, trust):
     page = browser.new_page(viewport={"width": 1280, "height": 1000})
     page.set_default_timeout(60_000)
     problems, folder = {}, ARTIFACTS / f"{frontend.__name__.lower()}-{trust}"
+    shutil.rmtree(folder, ignore_errors=True)
     try:
         shown = frontend(page, server)
         for path in COURSE if trust == "untrusted" else TRUSTED:
@@ -233,20 +251,10 @@ def _pass(browser, server, frontend, trust):
     return problems
 
 
-@pytest.mark.timeout(900)
-def test_every_notebook_shows_its_pictures_untrusted_then_trusted(course):
-    from nbformat.sign import NotebookNotary
-
-    server, root, data, browser = course
-    shutil.rmtree(ARTIFACTS, ignore_errors=True)
-    assert all(trusted_cells(server, p) <= {False} for p in COURSE), "a notebook is trusted already"
-    problems = {f"{frontend.__name__} untrusted": _pass(browser, server, frontend, "untrusted")
-                for frontend in (Lab, Notebook7)}
-    notary = NotebookNotary(data_dir=str(data))
-    for path in TRUSTED:
-        notary.sign(nbformat.read(root / path, 4))
-    assert all(trusted_cells(server, p) == {True} for p in TRUSTED), "signing made nothing trusted"
-    for frontend in (Lab, Notebook7):
-        problems[f"{frontend.__name__} trusted"] = _pass(browser, server, frontend, "trusted")
-    problems = {k: v for k, v in problems.items() if v}
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("frontend", [Lab, Notebook7], ids=["lab", "notebook7"])
+def test_every_notebook_shows_its_pictures(course, browser, frontend):
+    """Untrusted: every notebook of the course; trusted: those with outputs (trust is about them)."""
+    server, trust = course
+    problems = _pass(browser, server, frontend, trust)
     assert not problems, json.dumps(problems, indent=1)[:6000]
