@@ -78,6 +78,9 @@ def outcomes(request, tmp_path_factory):
         return {m["name"]: result for m, result in zip(selected, pool.map(one, selected))}
 
 
+# the first test's setup runs every mistake (`outcomes`): 86 s quiet, 142 s with the machine busy,
+# against pytest-timeout's 300 s for the whole test; each mistake has a timeout of its own (120 s)
+@pytest.mark.timeout(900)
 @pytest.mark.parametrize("m", mistakes())
 def test_a_mistake_ends_with_its_message(m, outcomes):
     status, line, everything = outcomes[m["name"]]
