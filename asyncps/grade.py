@@ -119,6 +119,9 @@ def run_graded(notebook, student, reference, timeout):
             failure = f"{type(err).__name__}: {str(err).strip().splitlines()[-1] if str(err).strip() else ''}"
         else:
             failure = None
+        finally:          # nbclient closes its client's sockets only for a manager it made itself
+            if client.kc is not None:
+                client.kc.stop_channels()
     return score(student, reference, failure)
 
 

@@ -129,6 +129,21 @@ def test_an_edit_to_a_locked_setup_cell_counts_for_nothing(tmp_path):
     assert all(r.points == r.max_points for r in results), grader.report(results, "edited")
 
 
+def test_grading_in_a_kernel_closes_its_client_s_sockets():
+    """aps.check() grades inside the learner's kernel, as often as they like: each grading must
+    close its kernel client's four sockets (nbclient does so only for a manager it made itself;
+    left to the garbage collector they warned "Unclosed socket" in an unrelated later test)."""
+    import gc
+    import warnings
+
+    grader.grade(EXERCISES / "01-sync-round.ipynb", SOLUTIONS)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        gc.collect()
+    unclosed = [str(w.message) for w in caught if "Unclosed socket" in str(w.message)]
+    assert not unclosed, unclosed
+
+
 def test_the_grader_command_line(tmp_path):
     run = lambda *args: subprocess.run([sys.executable, "-m", "asyncps.grade", *args],   # noqa: E731
                                        capture_output=True, text=True, timeout=180)
