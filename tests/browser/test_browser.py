@@ -261,8 +261,14 @@ def _kernels(server):
     """{pid: Process} of the Voila server's kernels (one per page opened, and one for the page
     servers.voila fetched to see the server up: that one runs the notebook too, with no browser)."""
     import psutil
-    return {p.pid: p for p in psutil.Process(server.proc.pid).children()
-            if "ipykernel" in " ".join(p.cmdline())}
+    found = {}
+    for p in psutil.Process(server.proc.pid).children():
+        try:
+            if "ipykernel" in " ".join(p.cmdline()):
+                found[p.pid] = p
+        except psutil.NoSuchProcess:      # ended while we looked (a zombie too): culled, not ours
+            pass
+    return found
 
 
 def _run_of(kernel, workers=4, seconds=60.0):
