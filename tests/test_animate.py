@@ -296,15 +296,9 @@ def watch_frames(page, seconds, nth=0, every=0.1, selector="svg.asyncps-animatio
 def chromium():
     import sys
     sys.path.insert(0, str(Path(__file__).parent / "browser"))
-    from servers import CHROME_ARGS, CHROMIUM, require_browser
-    require_browser()
-    from playwright.sync_api import sync_playwright
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROME_ARGS)
-        try:
-            yield browser
-        finally:
-            browser.close()
+    import servers
+    with servers.chromium() as browser:
+        yield browser
 
 
 def _page(tmp_path, name, body):

@@ -3,6 +3,7 @@
 Adapted from shared/recipes/lab_widget_check.py (the races it found are handled here too: wait for
 the kernel to be attached *and* idle, take the first "Run All Cells", wait for the Play icon).
 """
+import contextlib
 import json
 import os
 import secrets
@@ -41,6 +42,19 @@ def require_browser():
     # workspace restoring before it opens a second notebook) failed there. 30 s, as for actions.
     from playwright.sync_api import expect
     expect.set_options(timeout=30_000)
+
+
+@contextlib.contextmanager
+def chromium():
+    """Debian's Chromium under Playwright, headless, closed at the end (skips as require_browser)."""
+    require_browser()
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROME_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
 
 
 def free_port():

@@ -31,7 +31,7 @@ import nbformat
 import pytest
 
 from asyncps.widgets.picture import label_of, svgs_in, top_level_svgs
-from servers import CHROME_ARGS, CHROMIUM, lab, require_browser
+from servers import chromium, lab
 
 pytestmark = pytest.mark.slow
 
@@ -90,14 +90,8 @@ def test_the_course_has_pictures_to_look_at():
 
 @pytest.fixture(scope="module")
 def browser():
-    require_browser()
-    from playwright.sync_api import sync_playwright
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROME_ARGS)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
+    with chromium() as launched:
+        yield launched
 
 
 @pytest.fixture(scope="module", params=["untrusted", "trusted"])
