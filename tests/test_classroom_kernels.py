@@ -84,7 +84,11 @@ class Kernel:
     # -- starting: launch() returns at once, ready() waits, so several start concurrently ----
     def launch(self):
         self.generation += 1
-        self.km = KernelManager(kernel_name="python3")
+        # on Unix sockets: over TCP a kernel binds ports its manager found free a moment before, and
+        # another test's kernel or server can take one in between ("Address already in use": seen
+        # with three test processes on 2 cores)
+        self.km = KernelManager(kernel_name="python3", transport="ipc",
+                                ip=str(self.runtime / f"{self.name}-{self.generation}"))
         self.km.connection_file = str(self.runtime / f"{self.name}-{self.generation}.json")
         self.km.start_kernel(env=dict(os.environ, TQDM_DISABLE="1"), cwd=str(self.runtime))
         self.procs.append(psutil.Process(self.pid))

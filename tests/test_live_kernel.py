@@ -48,7 +48,9 @@ class Kernel:
     """A kernel of this venv and its client; `pids` every process it ever ran (to stop by PID)."""
 
     def __init__(self, runtime):
-        self.km = KernelManager(kernel_name="python3")   # shutdown_wait_time: 5 s, as in Lab
+        # Unix sockets, not TCP ports found free a moment before the kernel binds them (another test
+        # can take one in between); shutdown_wait_time: 5 s, as in Lab
+        self.km = KernelManager(kernel_name="python3", transport="ipc", ip=str(runtime / "kernel"))
         self.km.connection_file = str(runtime / "kernel.json")
         self.cwd = runtime
         self.pids = set()
