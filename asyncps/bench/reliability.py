@@ -27,22 +27,24 @@ def constant_problem(dim=64):
 
 
 class Memory:
-    """Samples the resident memory of this process and its children while a run goes on, and
-    how far the run is (`progress`: a callable giving the share of its steps done, 0 to 1)."""
+    """Samples the resident memory of this process (and of its children, with `children=True`)
+    while a run goes on, and how far the run is (`progress`: a callable giving the share of its
+    steps done, 0 to 1). A run of the threads engine has no process of its own: children=False,
+    or each sample would scan every process on the machine, and in a process whose worker threads
+    hold the GIL each /proc read waits its turn (a loaded machine: 2 samples in 70 % of a run)."""
 
-    def __init__(self, every=0.05, progress=None):
+    def __init__(self, every=0.05, progress=None, children=True):
         self.every, self.samples, self._stop = every, [], threading.Event()
-        self.progress = progress
+        self.progress, self.children = progress, children
         self._thread = threading.Thread(target=self._run, daemon=True)
 
-    @staticmethod
-    def rss():
+    def rss(self):
         """This process's resident memory plus its children's *unique* memory (USS): summing their
         RSS would count the torch libraries they share with the fork server once per child.
         (USS is read from smaps, slowly: with four worker processes, a sample every ~0.4 s.)"""
         me = psutil.Process()
         total = me.memory_info().rss
-        for child in me.children(recursive=True):
+        for child in me.children(recursive=True) if self.children else ():
             try:
                 total += child.memory_full_info().uss
             except psutil.Error:
@@ -87,7 +89,7 @@ class Memory:
 def load(engine, workers, policy, steps=300, dim=2000):
     prob = LeastSquares(n=max(2 * workers, 512), dim=dim, seed=0)
     start = time.perf_counter()
-    with Memory() as memory:
+    with Memory(children=engine != "threads") as memory:
         run = train(prob, workers=workers, policy=policy, max_clocks_ahead=1 if policy == "ssp" else None,
                     lr=1e-4, steps=steps, engine=engine, timeout=60, loss_every=10)
     copy = prob.dim * 8
@@ -105,7 +107,8 @@ def soak(engine, pushes, workers=4):
     live = train(prob, workers=workers, policy="async", lr=lr, steps=pushes, engine=engine,
                  loss_every=max(1, pushes // 100), trace_limit=2000, timeout=60, live=True,
                  progress=False)
-    with Memory(every=0.05, progress=lambda: live.state["version"] / pushes) as memory:
+    with Memory(every=0.01, progress=lambda: live.state["version"] / pushes,
+                children=engine != "threads") as memory:
         run = live.result()
     made = int(run.trace.pushes_per_worker().sum())
     expected = -lr * made
