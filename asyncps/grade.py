@@ -104,25 +104,32 @@ def _by_id(nb):
 
 def run_graded(notebook, student, reference, timeout):
     """Execute `student` in the notebook's folder; score each graded cell of `reference`."""
-    from nbclient import NotebookClient
-
     for cell in student.cells:
         if cell.cell_type == "code":
             cell.outputs = []
+    try:
+        execute(student, env=_kernel_env(), timeout=timeout, allow_errors=True,
+                resources={"metadata": {"path": str(notebook.resolve().parent)}})
+    except Exception as err:                                   # noqa: BLE001 - e.g. a cell timed out
+        failure = f"{type(err).__name__}: {str(err).strip().splitlines()[-1] if str(err).strip() else ''}"
+    else:
+        failure = None
+    return score(student, reference, failure)
+
+
+def execute(nb, env=None, **options):
+    """Run `nb` in place, as nbclient's NotebookClient(nb, **options).execute(env=env) does, in a
+    python3 kernel on Unix sockets where the system has them (_kernel_manager); the kernel is
+    stopped and its client's sockets closed when it ends. Returns the executed notebook."""
+    from nbclient import NotebookClient
+
     with _kernel_manager() as km:
-        client = NotebookClient(student, km=km, timeout=timeout, kernel_name="python3",
-                                allow_errors=True,
-                                resources={"metadata": {"path": str(notebook.resolve().parent)}})
+        client = NotebookClient(nb, km=km, kernel_name="python3", **options)
         try:
-            client.execute(env=_kernel_env())
-        except Exception as err:                               # noqa: BLE001 - e.g. a cell timed out
-            failure = f"{type(err).__name__}: {str(err).strip().splitlines()[-1] if str(err).strip() else ''}"
-        else:
-            failure = None
+            return client.execute() if env is None else client.execute(env=env)
         finally:          # nbclient closes its client's sockets only for a manager it made itself
             if client.kc is not None:
                 client.kc.stop_channels()
-    return score(student, reference, failure)
 
 
 def score(student, reference, failure=None):

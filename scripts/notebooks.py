@@ -29,7 +29,8 @@ import time
 from pathlib import Path
 
 import nbformat
-from nbclient import NotebookClient
+
+from asyncps import grade
 
 ROOT = Path(__file__).resolve().parents[1]
 # The kernels run as nbval's do (conftest.py): no progress bars (one shown after a delay makes
@@ -108,8 +109,7 @@ def _strip_ids(nb):
 def build(src, out_dir=OUT):
     nb = parse(src)
     start = time.perf_counter()
-    NotebookClient(nb, timeout=300, kernel_name="python3",
-                   resources={"metadata": {"path": str(out_dir)}}).execute()
+    grade.execute(nb, timeout=300, resources={"metadata": {"path": str(out_dir)}})   # a kernel on Unix sockets
     nb.metadata.pop("widgets", None)                    # widget state churns on every run
     for i, cell in enumerate(nb.cells):
         cell["id"] = f"cell-{i}"                       # stable ids: no churn in git

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
 
 from asyncps import grade as grader
 from asyncps.assignments import MARKERS, generate
@@ -89,8 +88,7 @@ def test_the_solution_scores_full_points(name):
 @pytest.mark.parametrize("name", NAMES)
 def test_the_exercise_runs_with_its_stubs_and_scores_zero(name):
     nb = nbformat.read(EXERCISES / f"{name}.ipynb", 4)
-    NotebookClient(nb, timeout=120, kernel_name="python3", allow_errors=True,
-                   resources={"metadata": {"path": str(EXERCISES)}}).execute()
+    grader.execute(nb, timeout=120, allow_errors=True, resources={"metadata": {"path": str(EXERCISES)}})
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs
               if o.output_type == "error"]
     assert {e.ename for e in errors} == {"NotImplementedError"}, [(e.ename, e.evalue) for e in errors]

@@ -165,7 +165,6 @@ def test_aps_check_in_a_jupyterlab_kernel_checks_its_notebook_as_saved_and_a_sca
     that hand it to the server show the learner's cell and the message, no asyncps frame."""
     import os
     import re
-    from nbclient import NotebookClient
 
     stub = ("def robust_average(grads, workers):\n    raise NotImplementedError(\"Task 1.4: a round "
             "that survives a broken worker — replace this line with your code\")\n")
@@ -174,8 +173,8 @@ def test_aps_check_in_a_jupyterlab_kernel_checks_its_notebook_as_saved_and_a_sca
     assert nb.cells[-1].source.splitlines()[-1] == "aps.check()" and "import asyncps as aps" in nb.cells[-1].source
     env = dict(os.environ, JPY_SESSION_NAME=str(path))
     env.pop("ASYNCPS_CHECKING", None)
-    NotebookClient(nb, timeout=120, kernel_name="python3", allow_errors=True,
-                   resources={"metadata": {"path": str(tmp_path)}}).execute(env=env)
+    grader.execute(nb, env=env, timeout=120, allow_errors=True,
+                   resources={"metadata": {"path": str(tmp_path)}})
     shown = "".join(o.get("text", "") for o in nb.cells[-1].outputs)
     lines = shown.strip().splitlines()
     assert lines[0].startswith("aps.check(): 01-sync-round.ipynb as saved at "), shown

@@ -53,13 +53,13 @@ LECTURE = [p for p in [*sorted((ROOT / "notebooks").glob("[0-9]*.ipynb")),
 EXECUTE = """
 import os, sys
 import nbformat
-from nbclient import NotebookClient
 from nbformat.sign import NotebookNotary
+from asyncps import grade
 os.environ["TQDM_DISABLE"] = "1"
 source, target, data_dir = sys.argv[1:]
 nb = nbformat.read(source, 4)
-NotebookClient(nb, timeout=300, kernel_name="python3", store_widget_state=True,
-               resources={"metadata": {"path": os.path.dirname(target)}}).execute()
+grade.execute(nb, timeout=300, store_widget_state=True,    # a kernel on Unix sockets
+              resources={"metadata": {"path": os.path.dirname(target)}})
 NotebookNotary(data_dir=data_dir).sign(nb)
 nbformat.write(nb, target)
 """
