@@ -19,6 +19,7 @@ import zmq
 import asyncps as aps
 from asyncps import classroom
 from asyncps.classroom import wire
+from asyncps.classroom.student import WRONG_KEY_AFTER
 from engines import no_thread_survives  # noqa: F401 (a fixture)
 
 LSQ = aps.problems.LeastSquares(n=512, dim=10, seed=0)
@@ -407,7 +408,10 @@ def test_an_encrypted_room_hears_no_plain_client_and_a_plain_room_works_too(room
     start = time.monotonic()
     with pytest.raises(classroom.Refused, match="is encrypted.*copy the token whole"):
         classroom.join(room.address, secret(room), "eve", LSQ, timeout=30, progress=False)
-    assert time.monotonic() - start < 10                 # said soon, not after the timeout
+    # said before the timeout (30 s): at once when the room's refusal reaches the client as a
+    # protocol error; where the room only drops the connection (a loaded machine: 10.003 s), after
+    # the WRONG_KEY_AFTER seconds a busy room is given
+    assert time.monotonic() - start < WRONG_KEY_AFTER + 10
     with pytest.raises(ValueError, match="token=.* is not allowed: .*copy"):
         classroom.join(room.address, room.token[:30], "eve", LSQ, timeout=30)   # cut short: at once
     wrong = "A" * 22 + room.token[22:]                   # the right form, the wrong secret
