@@ -312,17 +312,24 @@ def _kernel_env():
     return env
 
 
-@contextlib.contextmanager
-def _kernel_manager():
-    """The grading kernel's manager: on Unix sockets where the system has them. Over TCP a kernel
-    binds ports its manager found free a moment before; two notebooks graded at once (or any
-    other program) can take one in between, and a client may then talk to the wrong kernel.
-    The kernel is stopped when the block ends."""
+def kernel_manager(folder, name="kernel"):
+    """A python3 kernel's manager, its sockets Unix sockets named `name`-N in `folder` where the
+    system has them. Over TCP a kernel binds ports its manager found free a moment before; two
+    notebooks graded at once (or any other program) can take one in between, and a client may
+    then talk to the wrong kernel."""
     from jupyter_client.manager import KernelManager
 
+    if os.name == "posix":
+        return KernelManager(kernel_name="python3", transport="ipc", ip=os.path.join(folder, name))
+    return KernelManager(kernel_name="python3")
+
+
+@contextlib.contextmanager
+def _kernel_manager():
+    """The grading kernel's manager (kernel_manager, in a folder of its own); the kernel is
+    stopped when the block ends."""
     with tempfile.TemporaryDirectory(prefix="asyncps-grade-") as folder:
-        km = (KernelManager(kernel_name="python3", transport="ipc", ip=os.path.join(folder, "kernel"))
-              if os.name == "posix" else KernelManager(kernel_name="python3"))
+        km = kernel_manager(folder)
         try:
             yield km
         finally:                            # nbclient stops only a kernel whose manager it made

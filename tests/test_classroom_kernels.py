@@ -33,9 +33,9 @@ import time
 
 import psutil
 import pytest
-from jupyter_client import KernelManager
 
 import asyncps as aps
+from asyncps import grade
 from engines import no_thread_survives  # noqa: F401 (a fixture)
 from tcp_proxy import TcpProxy
 
@@ -84,11 +84,8 @@ class Kernel:
     # -- starting: launch() returns at once, ready() waits, so several start concurrently ----
     def launch(self):
         self.generation += 1
-        # on Unix sockets: over TCP a kernel binds ports its manager found free a moment before, and
-        # another test's kernel or server can take one in between ("Address already in use": seen
-        # with three test processes on 2 cores)
-        self.km = KernelManager(kernel_name="python3", transport="ipc",
-                                ip=str(self.runtime / f"{self.name}-{self.generation}"))
+        # on Unix sockets ("Address already in use" over TCP: seen with three test processes)
+        self.km = grade.kernel_manager(str(self.runtime), f"{self.name}-{self.generation}")
         self.km.connection_file = str(self.runtime / f"{self.name}-{self.generation}.json")
         self.km.start_kernel(env=dict(os.environ, TQDM_DISABLE="1"), cwd=str(self.runtime))
         self.procs.append(psutil.Process(self.pid))

@@ -27,7 +27,8 @@ import time
 
 import psutil
 import pytest
-from jupyter_client import KernelManager
+
+from asyncps import grade
 
 GONE_WITHIN = 10.0          # seconds for every process of a run to be gone (a bound, not a timing)
 START = """
@@ -48,9 +49,7 @@ class Kernel:
     """A kernel of this venv and its client; `pids` every process it ever ran (to stop by PID)."""
 
     def __init__(self, runtime):
-        # Unix sockets, not TCP ports found free a moment before the kernel binds them (another test
-        # can take one in between); shutdown_wait_time: 5 s, as in Lab
-        self.km = KernelManager(kernel_name="python3", transport="ipc", ip=str(runtime / "kernel"))
+        self.km = grade.kernel_manager(str(runtime))     # shutdown_wait_time: 5 s, as in Lab
         self.km.connection_file = str(runtime / "kernel.json")
         self.cwd = runtime
         self.pids = set()
