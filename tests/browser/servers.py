@@ -88,12 +88,16 @@ class Server:
         self.url = f"http://127.0.0.1:{self.port}{url_path}?token={self.token}"
         self._wait(f"http://127.0.0.1:{self.port}/api/status?token={self.token}")
 
-    def _wait(self, url, seconds=90):
+    def _wait(self, url=None, seconds=90):
+        """Until `url` answers 200 (without `url`: until the port takes a connection)."""
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError("the server exited:\n" + self.log.read_text())
             try:
+                if url is None:
+                    socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                    return
                 with urllib.request.urlopen(url, timeout=1) as r:
                     if r.status == 200:
                         return
@@ -178,5 +182,8 @@ def voila(root, work, notebook):
     server.proc = subprocess.Popen(cmd, env=voila_env(_isolated_env(work)), stdout=open(server.log, "w"),
                                    stderr=subprocess.STDOUT, start_new_session=True)
     server.url = f"http://127.0.0.1:{server.port}/?token={server.token}"
-    server._wait(server.url)
+    # Not a GET of server.url: Voila executes the notebook for each request, in a kernel of its
+    # own, and a busy machine took longer than the 1 s timeout, so every retry started another
+    # kernel (live.ipynb: four worker processes each) while the test's page waited behind them.
+    server._wait()
     return server

@@ -306,8 +306,7 @@ def test_the_live_page_runs_in_voila_and_leaves_nothing_running(tmp_path, browse
     view moves; the stop button ends it and its workers. Voila 0.5 keeps a closed page's kernel
     (voila-dashboards/voila#1458), so `make demo` culls idle kernels with no page: here after
     seconds rather than minutes, the stopped page's kernel, closed, is culled with all it started.
-    Stopping the server leaves nothing running: not even the kernel servers.voila's own request
-    started, whose run no browser watches."""
+    Stopping the server leaves nothing running."""
     import json
 
     import psutil
@@ -320,8 +319,11 @@ def test_the_live_page_runs_in_voila_and_leaves_nothing_running(tmp_path, browse
     root.mkdir()
     shutil.copy2(ROOT / "notebooks" / "live.ipynb", root)
     (tmp_path / "cfg").mkdir()
+    # 10 s, not make demo's 120: the closed page's kernel goes within the test. Not less: a page
+    # still loading on a busy machine has no connection yet, and before the run's workers push,
+    # its kernel sends nothing (idle) — a 3 s cull took it from under the page.
     (tmp_path / "cfg" / "voila.json").write_text(json.dumps(
-        {"MappingKernelManager": {"cull_idle_timeout": 3, "cull_interval": 1}}))
+        {"MappingKernelManager": {"cull_idle_timeout": 10, "cull_interval": 1}}))
     server = voila(root, tmp_path, "live.ipynb")
     seen = list(_kernels(server).values())             # every process of the server, to end by PID
     try:
@@ -354,7 +356,7 @@ def test_the_live_page_runs_in_voila_and_leaves_nothing_running(tmp_path, browse
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / "voila_live.png"), full_page=True)
         page.goto("about:blank")                       # the page is closed: its kernel is culled
-        assert _still_running(ours + everything, seconds=30) == [], "a closed page's kernel stayed"
+        assert _still_running(ours + everything, seconds=60) == [], "a closed page's kernel stayed"
     except BaseException:
         failed(page, "voila_live")
         raise
