@@ -67,3 +67,58 @@ def test_finite_data_passes_through_untouched():
 
     X = np.arange(12.0).reshape(4, 3)
     assert checks.data("X", X) is X and checks.data("y", np.arange(4)) is not None
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_least_squares_loss_from_statistics_is_the_direct_mean(seed):
+    """Where dim < n the loss comes from AᵀA, Aᵀb, bᵀb; it must be the direct ½ mean((Aw − b)²)
+    to 1e-12 (relative) away from the minimum, and never below 0 at it (noise 0: the minimum is 0)."""
+    rng = np.random.default_rng(seed)
+    for noise in (0.1, 0.0):
+        prob = aps.problems.LeastSquares(n=200, dim=7, noise=noise, seed=seed)
+        best = np.linalg.lstsq(prob.A, prob.b, rcond=None)[0]
+        for w in [prob.x0, best + rng.standard_normal(7), 1e3 * rng.standard_normal(7)]:
+            r = prob.A @ w - prob.b
+            assert prob.loss(w) == pytest.approx(0.5 * np.mean(r * r), rel=1e-12)
+        assert 0.0 <= prob.loss(best) <= 0.5 * np.mean((prob.A @ best - prob.b) ** 2) + 1e-12
+    wide = aps.problems.LeastSquares(n=5, dim=8, seed=seed)      # dim >= n: the direct sum
+    w = rng.standard_normal(8)
+    assert wide.loss(w) == 0.5 * float(np.add.reduce((wide.A @ w - wide.b) ** 2) / 5)
+
+
+@pytest.mark.parametrize("make", [lambda: aps.problems.LeastSquares(n=60, dim=3, seed=2),
+                                  lambda: aps.problems.Logistic(n=60, dim=3, seed=2)],
+                         ids=["LeastSquares", "Logistic"])
+def test_a_shards_rows_are_kept_and_a_writable_index_array_is_not(make):
+    """rows() keeps a read-only shard's rows; the gradient stays bit for bit the direct one, and an
+    index array a learner may change (writable) is gathered afresh each call."""
+    prob = make()
+    shards = prob.shards(3, "iid", seed=0)
+    w = np.array([0.3, -0.2, 0.5])
+    with pytest.raises(ValueError):
+        shards[0][0] = 1                                  # a shard is read-only
+    fresh = make()
+    for _ in range(2):                                    # the second call uses what rows() kept
+        for s in shards:
+            assert np.array_equal(prob.gradient(w, s), fresh.gradient(w, np.array(s)))
+    mine = np.array(shards[0])
+    before = prob.gradient(w, mine)
+    mine[:] = shards[1]
+    assert np.array_equal(prob.gradient(w, mine), fresh.gradient(w, np.array(shards[1])))
+    assert not np.array_equal(before, prob.gradient(w, mine))
+    import pickle
+    assert "_rows" not in pickle.loads(pickle.dumps(prob)).__dict__
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("size", [1, 10, 32, 33, 2000])
+def test_all_finite_finds_one_bad_entry_at_any_size(size, dtype):
+    from asyncps.core.checks import all_finite
+    a = np.ones(size, dtype=dtype)
+    assert all_finite(a) and all_finite(a.reshape(1, -1))
+    for bad in (np.nan, np.inf, -np.inf):
+        b = a.copy()
+        b[size // 2] = bad
+        assert not all_finite(b) and not all_finite(b.reshape(1, -1))
+    huge = np.full(size, np.finfo(dtype).max, dtype=dtype)      # finite, though its squares overflow
+    assert all_finite(huge)

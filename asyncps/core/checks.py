@@ -87,16 +87,20 @@ def vector(name, value, length=None, minimum=None, positive=False):
     return array
 
 
+TINY = 32             # all_finite: entries up to which Python's math.isfinite beats numpy's
 SMALL = 1024          # all_finite: entries up to which np.isfinite beats the sum of squares
 
 
 def all_finite(array):
-    """True when no entry is NaN or inf. A float array up to SMALL entries: np.isfinite, which
-    needs no floating-point state saved and restored (2-3x faster than the sum below at 10
-    entries); a larger one: one pass that sums the squares (a non-finite entry makes the sum
-    non-finite; BLAS's dot product runs 1.4-3x faster than np.sum), and the exact test only when
-    the sum itself overflowed."""
+    """True when no entry is NaN or inf. A float array up to TINY entries: math.isfinite on
+    each (at 10 entries 3x faster than np.isfinite(...).all(), whose calls cost more than the
+    work); up to SMALL entries: np.isfinite, which needs no floating-point state saved and
+    restored (2-3x faster than the sum below at 10 entries); a larger one: one pass that sums the
+    squares (a non-finite entry makes the sum non-finite; BLAS's dot product runs 1.4-3x faster
+    than np.sum), and the exact test only when the sum itself overflowed."""
     if isinstance(array, np.ndarray) and array.dtype.kind == "f" and array.size <= SMALL:
+        if array.size <= TINY and array.dtype.itemsize <= 8:      # a Python float holds it
+            return all(map(math.isfinite, array.ravel().tolist()))
         return bool(np.isfinite(array).all())
     try:
         with np.errstate(all="ignore"):

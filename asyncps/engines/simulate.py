@@ -73,6 +73,7 @@ def run_simulation(server, problem, shards, config, progress=None):
     for k in range(workers):
         wake(k, 0.0)
     with np.errstate(all="ignore"), one_torch_thread():
+        server.errors_ignored = True                        # one thread: this errstate holds for all
         key = lambda: server.version if rounds else server.slowest    # noqa: E731
         opens = key()
         while queue and not server.done:
@@ -90,6 +91,7 @@ def run_simulation(server, problem, shards, config, progress=None):
                         advance(j)                          # record its wait; it then stops
                     else:
                         wake(j, now)
+    server.errors_ignored = False
     if parked and not server.done:
         if config.gate is not None:
             raise ValueError(f"gate returned False for every waiting worker (clocks {server.clocks}, "

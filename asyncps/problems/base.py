@@ -7,7 +7,8 @@ Problems without data (`n is None`, e.g. Quadratic) ignore `indices`.
 
 `shards(workers, partition, seed)` splits the examples across workers:
 "iid" shuffles them into equal shards; "by_label" and "sorted" give each worker
-a contiguous run of one kind of example (non-IID).
+a contiguous run of one kind of example (non-IID). A shard is read-only: a
+gradient gets the same shard every step and may keep what it gathers from it.
 """
 import inspect
 
@@ -16,6 +17,10 @@ import numpy as np
 from ..core import checks
 
 from ..core.config import PARTITIONS
+
+
+KEPT_SHARDS = 64                    # rows(): the shards whose rows a problem keeps
+DERIVED = ("_rows", "_statistics")  # what a problem computes from its data (not pickled)
 
 
 class Problem:
@@ -73,7 +78,29 @@ class Problem:
             order = np.argsort(self.labels, kind="stable")
         else:
             order = np.argsort(self.sort_key(), kind="stable")
+        order.flags.writeable = False           # a shard stays what it is: rows() may keep its rows
         return np.array_split(order, workers)
+
+    def rows(self, indices, *arrays):
+        """`array[indices]` of each array (all of them when `indices` is None). A worker's shard,
+        read-only (shards() makes it so), is gathered once and kept: a whole-shard gradient asks
+        for the same rows every step. A minibatch, a new array each step, is gathered each time."""
+        if indices is None:
+            return arrays
+        if not isinstance(indices, np.ndarray) or indices.flags.writeable:
+            return tuple(a[indices] for a in arrays)
+        kept = self.__dict__.setdefault("_rows", {})
+        hit = kept.get(id(indices))
+        if hit is not None and hit[0] is indices:          # the same object, so the same rows
+            return hit[1]
+        found = tuple(a[indices] for a in arrays)
+        if len(kept) >= KEPT_SHARDS:
+            kept.clear()
+        kept[id(indices)] = (indices, found)
+        return found
+
+    def __getstate__(self):                     # what rows() and the statistics keep is rebuilt
+        return {k: v for k, v in self.__dict__.items() if k not in DERIVED}
 
     # -- user-defined problems ----------------------------------------------
     @staticmethod

@@ -54,7 +54,7 @@ class MLP(Problem):
 
         X, y = self._data()
         if indices is not None:
-            idx = torch.from_numpy(np.asarray(indices)).to(self.device)
+            idx = torch.tensor(np.asarray(indices), device=self.device)   # a copy: shards are read-only
             X, y = X[idx], y[idx]
         flat = np.ascontiguousarray(params, dtype=float)        # no copy when it already is
         flat = torch.from_numpy(flat).to(self.device).requires_grad_(True)

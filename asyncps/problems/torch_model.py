@@ -113,7 +113,7 @@ class TorchProblem(Problem):
         if indices is not None:
             import torch
 
-            idx = torch.from_numpy(np.asarray(indices)).to(self.device)
+            idx = torch.tensor(np.asarray(indices), device=self.device)   # a copy: shards are read-only
             X, y = X[idx], y[idx]
         with self._borrowed() as replica:
             replica.load(params)
