@@ -125,7 +125,7 @@ def test_the_hogwild_baseline_trains_the_same_model_and_leaves_nothing(nothing_l
 
 
 def test_the_experiments_run_small():
-    assert experiments.simulator(steps=300)["pushes_per_s"] > 0
+    assert experiments.simulator(steps=300, repeat=1)["pushes_per_s"] > 0
     rows = experiments.scaling([1, 2], log=lambda *_: None)["rows"]
     assert [r["workers"] for r in rows] == [1, 2] and rows[0]["sync"] == rows[0]["async"]
     cost = experiments.server_cost(size=1000, repeat=5)

@@ -70,14 +70,21 @@ def server_cost(size=1_000_000, repeat=50):
     return {"push": float(np.median(push)), "update": float(np.median(update)), "params": size}
 
 
-def simulator(steps=20_000):
+def simulator(steps=20_000, repeat=3):
+    """Simulated pushes per second, best of `repeat`: 10-dim least squares (n=512), 8 async
+    workers, jitter 0.3, the loss scored at every version and at every 100th."""
     prob = LeastSquares(n=512, dim=10, seed=0)
-    start = time.perf_counter()
-    simulate(prob, workers=8, policy="async", lr=0.01, steps=steps)
-    with_loss = steps / (time.perf_counter() - start)
-    start = time.perf_counter()
-    simulate(prob, workers=8, policy="async", lr=0.01, steps=steps, loss_every=100)
-    return {"pushes_per_s": with_loss, "pushes_per_s_loss_every_100": steps / (time.perf_counter() - start)}
+
+    def best(**extra):
+        rates = []
+        for _ in range(repeat):
+            start = time.perf_counter()
+            simulate(prob, workers=8, policy="async", lr=0.01, steps=steps, jitter=0.3, progress=False,
+                     **extra)
+            rates.append(steps / (time.perf_counter() - start))
+        return max(rates)
+
+    return {"pushes_per_s": best(), "pushes_per_s_loss_every_100": best(loss_every=100)}
 
 
 def straggler(engines=("threads", "processes"), delay=0.004, target_fraction=0.02, log=print):
