@@ -122,3 +122,22 @@ def test_all_finite_finds_one_bad_entry_at_any_size(size, dtype):
         assert not all_finite(b) and not all_finite(b.reshape(1, -1))
     huge = np.full(size, np.finfo(dtype).max, dtype=dtype)      # finite, though its squares overflow
     assert all_finite(huge)
+
+
+def test_the_kept_statistics_and_rows_follow_replaced_data_and_in_place_changes_are_refused():
+    """What LeastSquares keeps (AᵀA, a shard's rows) is of the arrays it was computed from: a
+    replaced A or b is used at once, and changing them in place is refused (it would go unseen)."""
+    prob = aps.problems.LeastSquares(n=40, dim=3, seed=0)
+    shard = prob.shards(2, "iid", seed=0)[0]
+    w = np.array([0.5, -1.0, 2.0])
+    prob.loss(w), prob.gradient(w, shard)                   # both kept now
+    with pytest.raises(ValueError):
+        prob.A[0, 0] = 10.0
+    prob.A = 2.0 * prob.A
+    prob.b = prob.b + 1.0
+    r = prob.A @ w - prob.b
+    assert prob.loss(w) == pytest.approx(0.5 * np.mean(r * r), rel=1e-12)
+    A, b = prob.A[shard], prob.b[shard]
+    assert np.array_equal(prob.gradient(w, shard), A.T @ (A @ w - b) / len(b))
+    with pytest.raises(ValueError):
+        aps.problems.Logistic(n=20, dim=2, seed=0).X[0, 0] = 1.0

@@ -91,12 +91,12 @@ class Problem:
             return tuple(a[indices] for a in arrays)
         kept = self.__dict__.setdefault("_rows", {})
         hit = kept.get(id(indices))
-        if hit is not None and hit[0] is indices:          # the same object, so the same rows
-            return hit[1]
+        if hit is not None and hit[0] is indices and all(a is b for a, b in zip(hit[1], arrays)):
+            return hit[2]                                   # the same objects, so the same rows
         found = tuple(a[indices] for a in arrays)
         if len(kept) >= KEPT_SHARDS:
             kept.clear()
-        kept[id(indices)] = (indices, found)
+        kept[id(indices)] = (indices, arrays, found)
         return found
 
     def __getstate__(self):                     # what rows() and the statistics keep is rebuilt

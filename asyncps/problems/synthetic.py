@@ -39,6 +39,7 @@ class LeastSquares(Problem):
         self.A = rng.standard_normal((self.n, dim))
         self.w_true = rng.standard_normal(dim)
         self.b = self.A @ self.w_true + noise * rng.standard_normal(self.n)
+        self.A.flags.writeable = self.b.flags.writeable = False   # the loss keeps statistics of them
         super().__init__(np.zeros(dim))
 
     def loss(self, params):
@@ -52,10 +53,12 @@ class LeastSquares(Problem):
         return max(0.0, 0.5 * (float(params.dot(gram.dot(params) - twice_atb)) + btb) / self.n)
 
     def statistics(self):
-        """(AᵀA, 2Aᵀb, bᵀb), computed once."""
-        if "_statistics" not in self.__dict__:
-            self._statistics = (self.A.T @ self.A, 2.0 * (self.A.T @ self.b), float(self.b @ self.b))
-        return self._statistics
+        """(AᵀA, 2Aᵀb, bᵀb), computed once for these A and b (again if either is replaced)."""
+        kept = self.__dict__.get("_statistics")
+        if kept is None or kept[0] is not self.A or kept[1] is not self.b:
+            kept = self._statistics = (self.A, self.b, (self.A.T @ self.A, 2.0 * (self.A.T @ self.b),
+                                                       float(self.b @ self.b)))
+        return kept[2]
 
     def gradient(self, params, indices=None, rng=None):
         A, b = self.rows(indices, self.A, self.b)
@@ -77,6 +80,7 @@ class Logistic(Problem):
         self.w_true = 2.0 * rng.standard_normal(dim)
         p = 1.0 / (1.0 + np.exp(-self.X @ self.w_true))
         self.labels = (rng.random(self.n) < p).astype(int)
+        self.X.flags.writeable = self.labels.flags.writeable = False   # rows() keeps a shard's rows
         super().__init__(np.zeros(dim))
 
     def loss(self, params):
