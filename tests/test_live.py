@@ -77,8 +77,8 @@ def test_slowing_a_worker_down_raises_the_staleness_of_its_pushes(engine):
     live.slow(0, 0.3)
     assert live.state["slowdown"] == [0.3, 0.002, 0.002]
     # 5 pushes after the slow event in the trace, not 5 more than were in it when slow() returned:
-    # rpc's and processes' events arrive late and go in where their time puts them (a CI run: of
-    # 5 more pushes of worker 0, 3 went in before the slow event)
+    # rpc's and processes' events arrive late and go in where their time puts them (a quiet fresh
+    # clone's run: of 5 more pushes of worker 0, 3 went in before the slow event)
     wait_until(lambda: sum(e.kind == "push" and e.worker == 0 for e in after_slow(live.trace)) >= 5,
                "5 pushes of the slowed worker after the slow event")
     live.stop()
