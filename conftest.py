@@ -9,8 +9,12 @@ import os
 # and an AVX-512 machine sums in another order; a digits run then ends a digit apart, and a lr
 # that reached 90 % on one machine misses on the other (08a's best sync lr was 0.8 on one, 0.4 on
 # another). Each of the three moves a digits run when set otherwise; AVX2 costs nothing here.
+# And one thread for torch's (OpenMP's) and MKL's pools: a sum split over the cores adds in an order
+# that depends on how many there are, and the suite runs three processes on 2 cores, where every
+# kernel's two spinning threads fought the others' (08b under nbval beside the suite: 137 CPU-s with
+# two threads, 75 with one, the same outputs).
 REPRODUCIBLE = {"TQDM_DISABLE": "1", "ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2",
-                "MKL_CBWR": "AVX2"}
+                "MKL_CBWR": "AVX2", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 for _name, _value in REPRODUCIBLE.items():
     os.environ.setdefault(_name, _value)
 

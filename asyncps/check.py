@@ -22,6 +22,13 @@ import types
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+# Set in the environment of the kernel a check (or a grade) runs the notebook in: an aps.check()
+# cell in the notebook must not start a check of its own there. Defined here, not in grade.py, so
+# that such a cell answers without importing nbformat (a second: paid again by each wrong answer
+# the test suite grades, each assignment ending in that cell).
+CHECKING = "ASYNCPS_CHECKING"
+# The notebook a JupyterLab kernel runs for (jupyter_server's SessionManager.get_kernel_env).
+SESSION = "JPY_SESSION_NAME"
 
 
 def check(notebook, timeout=120):
@@ -44,8 +51,6 @@ def this_notebook():
     jupyter_server starts a notebook's kernel with JPY_SESSION_NAME set to the notebook's path
     (ipykernel copies it to `__session__`); VS Code sets `__vsc_ipynb_file__`. A relative path is
     taken from the kernel's folder, which is the notebook's."""
-    from .grade import SESSION
-
     names = [os.environ.get(SESSION)]
     try:
         from IPython import get_ipython
@@ -64,8 +69,6 @@ def this_notebook():
 
 def in_notebook(notebook=None, timeout=120):
     """What `aps.check()` shows in a cell: a short report of the saved notebook's visible tests."""
-    from .grade import CHECKING, report
-
     if os.environ.get(CHECKING):
         return "aps.check(): skipped here: this is the check's own run of the notebook"
     path = Path(notebook) if isinstance(notebook, (str, os.PathLike)) else notebook
@@ -80,6 +83,8 @@ def in_notebook(notebook=None, timeout=120):
             return (f"aps.check(): JupyterLab started this kernel for {path}, which is no longer "
                     f"there (renamed or moved?): pass its path, e.g. aps.check('{path.name}'), "
                     f"or restart the kernel")
+
+    from .grade import report
 
     try:
         saved = path.stat().st_mtime if isinstance(path, Path) and path.is_file() else None

@@ -22,11 +22,7 @@ from pathlib import Path
 
 import nbformat
 
-# Set in the environment of the kernel a check (or a grade) runs the notebook in: an aps.check()
-# cell in the notebook must not start a check of its own there.
-CHECKING = "ASYNCPS_CHECKING"
-# The notebook a JupyterLab kernel runs for (jupyter_server's SessionManager.get_kernel_env).
-SESSION = "JPY_SESSION_NAME"
+from .check import CHECKING, SESSION  # noqa: F401 - the names the kernels' environments use
 
 
 @dataclass

@@ -211,6 +211,24 @@ def test_the_checked_run_is_marked_so_an_aps_check_cell_does_not_check_again(mon
     assert module.in_notebook() == "aps.check(): skipped here: this is the check's own run of the notebook"
 
 
+def test_an_aps_check_cell_that_has_nothing_to_check_answers_without_importing_the_grader():
+    """Every assignment ends in an aps.check() cell, run again by each check, each grade and each of
+    the suite's wrong answers: where it only says why it does not check, it must not import
+    nbformat (a second each time). In a Python of its own: this one imported it already."""
+    import os
+    import subprocess
+    import sys
+
+    script = ("import os, sys; import asyncps as aps; aps.check(); os.environ.pop('ASYNCPS_CHECKING'); "
+              "aps.check(); print(sorted(m for m in ('nbformat', 'nbclient', 'asyncps.grade') if m in sys.modules))")
+    env = {k: v for k, v in os.environ.items() if k != "JPY_SESSION_NAME"}
+    done = subprocess.run([sys.executable, "-c", script], env={**env, "ASYNCPS_CHECKING": "1"},
+                          capture_output=True, text=True, timeout=120, cwd=Path(__file__).parent)
+    lines = done.stdout.splitlines()
+    assert done.returncode == 0 and lines[-1] == "[]", done.stdout + done.stderr
+    assert lines[0].startswith("aps.check(): skipped here") and "does not say which notebook" in lines[1], lines
+
+
 def test_aps_check_outside_jupyterlab_says_what_to_pass(monkeypatch, tmp_path, capsys):
     import asyncps as aps
 
