@@ -19,6 +19,35 @@ for _name, _value in REPRODUCIBLE.items():
     os.environ.setdefault(_name, _value)
 
 
+# nbval's kernels on Unix sockets, as asyncps.grade's (grade.kernel_manager): over TCP a kernel binds
+# ports its manager found free a moment before, and with the suite's other kernels and servers
+# starting beside it one was taken in between: solutions/03c's kernel "didn't respond in 60
+# seconds" and its 18 cells failed, on a quiet fresh clone.
+def _nbval_on_unix_sockets():
+    try:
+        import nbval.kernel
+    except ImportError:
+        return
+    import atexit
+    import itertools
+    import shutil
+    import tempfile
+
+    folder, count = None, itertools.count()
+    base = nbval.kernel.KernelManager
+
+    class UnixSocketKernelManager(base):
+        def __init__(self, **kwargs):
+            nonlocal folder
+            if folder is None:
+                folder = tempfile.mkdtemp(prefix="nbval-kernels-")
+                atexit.register(shutil.rmtree, folder, ignore_errors=True)
+            super().__init__(transport="ipc", ip=os.path.join(folder, f"kernel{next(count)}"), **kwargs)
+
+    if os.name == "posix" and nbval.kernel.KernelManager is base and base.__name__ == "KernelManager":
+        nbval.kernel.KernelManager = UnixSocketKernelManager
+
+
 # pytest-xdist (make test: --dist loadfile): a test file runs on one worker from its first test to
 # its last — a notebook's cells in order in one kernel, a module's servers and fixtures built once —
 # except the files named here, whose tests are independent and long (one assignment's catalogue of
@@ -46,6 +75,8 @@ except ImportError:        # scripts/notebooks.py imports this file for REPRODUC
     pytest = None
 
 if pytest is not None:
+    _nbval_on_unix_sockets()
+
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_make_scheduler(config, log):
         if config.getvalue("dist") != "loadfile":

@@ -21,14 +21,9 @@ import time
 import types
 from pathlib import Path
 
+from .kernel_env import CHECKING, SESSION
+
 ROOT = Path(__file__).resolve().parents[1]
-# Set in the environment of the kernel a check (or a grade) runs the notebook in: an aps.check()
-# cell in the notebook must not start a check of its own there. Defined here, not in grade.py, so
-# that such a cell answers without importing nbformat (a second: paid again by each wrong answer
-# the test suite grades, each assignment ending in that cell).
-CHECKING = "ASYNCPS_CHECKING"
-# The notebook a JupyterLab kernel runs for (jupyter_server's SessionManager.get_kernel_env).
-SESSION = "JPY_SESSION_NAME"
 
 
 def check(notebook, timeout=120):

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import nbformat
 
-from .check import CHECKING, SESSION  # noqa: F401 - the names the kernels' environments use
+from .kernel_env import CHECKING, SESSION
 
 
 @dataclass
