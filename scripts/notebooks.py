@@ -34,7 +34,8 @@ from asyncps import grade
 
 ROOT = Path(__file__).resolve().parents[1]
 # The kernels run as nbval's do (conftest.py): no progress bars (one shown after a delay makes
-# outputs timing-dependent), torch's CPU kernels at one instruction set (AVX2) on every machine.
+# outputs timing-dependent), torch's CPU kernels at one instruction set (AVX2) and one thread on
+# every machine.
 sys.path.insert(0, str(ROOT))
 import conftest  # noqa: E402,F401 - sets conftest.REPRODUCIBLE in os.environ
 sys.path.pop(0)

@@ -111,3 +111,35 @@ def test_ctrl_c_stops_everything_within_two_seconds(engine):
     with pytest.raises(KeyboardInterrupt):
         aps.train(prob, workers=3, lr=0.01, steps=10_000_000, engine=engine, slowdown=[0.002] * 3)
     assert time.monotonic() - when["sent"] < 2.0
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler   # Python's own again
+
+
+def test_ctrl_c_that_lands_inside_a_del_is_not_lost():
+    """Python drops a KeyboardInterrupt raised inside __del__ or a weakref callback ("Exception
+    ignored"): a processes run in a loaded `make test` went on for 60 s after its SIGINT. While an
+    engine watches its run, SIGINT sets a flag that its loop raises (engines/interrupt.py)."""
+    from asyncps.engines.interrupt import raised_between_turns
+
+    class Garbage:
+        def __del__(self):
+            signal.raise_signal(signal.SIGINT)
+
+    turns = 0
+    with pytest.raises(KeyboardInterrupt):
+        with raised_between_turns() as ctrl_c:
+            for turns in range(1, 4):
+                Garbage()                                    # dropped at once: SIGINT inside __del__
+                ctrl_c.check()
+    assert turns == 1 and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    with pytest.raises(KeyboardInterrupt):                   # pressed after the loop's last turn
+        with raised_between_turns():
+            signal.raise_signal(signal.SIGINT)
+    seen = []                                                # a run on another thread: untouched
+
+    def elsewhere():
+        with raised_between_turns():
+            seen.append(signal.getsignal(signal.SIGINT))
+    worker = threading.Thread(target=elsewhere)
+    worker.start()
+    worker.join()
+    assert seen == [signal.default_int_handler]

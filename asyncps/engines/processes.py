@@ -52,6 +52,7 @@ from ..core.events import Control, Pull
 from ..core.semantics import Snapshot
 from . import controls as base
 from . import procs, shared
+from .interrupt import raised_between_turns
 from .worker import COMPUTE, GATE, pulls_with_each_push, worker_loop, worker_rng
 
 
@@ -261,8 +262,9 @@ def run_processes(server, problem, shards, config, copies, offset, progress=None
             conn.send(start)
         clock = lambda: offset + time.perf_counter() - start      # noqa: E731
         controls.started(children, clock)
-        _serve(server, children, slots.numpy(), controls, seq.numpy(), clock, copies, config.timeout,
-               progress)
+        with raised_between_turns() as ctrl_c:
+            _serve(server, children, slots.numpy(), controls, seq.numpy(), clock, copies, config.timeout,
+                   progress, ctrl_c)
         children.ok = True
 
 
@@ -289,14 +291,15 @@ def _run_shared(server, problem, shards, config, copies, offset, progress, contr
                 conn.send(start)
             clock = lambda: offset + time.perf_counter() - start      # noqa: E731
             controls.started(children, clock, observer)
-            _observe(server, children, observer, local.numpy(), controls, clock, copies, config.timeout,
-                     progress)
+            with raised_between_turns() as ctrl_c:
+                _observe(server, children, observer, local.numpy(), controls, clock, copies,
+                         config.timeout, progress, ctrl_c)
             children.ok = True
     finally:
         layout.forget_name()                                   # on every ending
 
 
-def _observe(server, children, observer, local, controls, clock, copies, timeout, progress):
+def _observe(server, children, observer, local, controls, clock, copies, timeout, progress, ctrl_c):
     """Until every worker said it is done or died: the push log into the trace, the workers'
     own events where their times put them, a dead worker's Lost event."""
     conns, flags = children.conns, controls.flags
@@ -331,6 +334,7 @@ def _observe(server, children, observer, local, controls, clock, copies, timeout
                 flags[0] = 1
         if progress is not None:
             progress(server.version)
+        ctrl_c.check()
         if said or server.version != version or controls.paused:
             last, version = time.monotonic(), server.version
         if time.monotonic() - last > timeout:
@@ -354,7 +358,7 @@ def _wait_ready(children, timeout):
             raise TimeoutError(f"workers {sorted(waiting)} did not start in time")
 
 
-def _serve(server, children, views, controls, seq, clock, copies, timeout, progress):
+def _serve(server, children, views, controls, seq, clock, copies, timeout, progress, ctrl_c):
     """Until every worker said it is done or died. Each batch of messages is handled under
     `controls.lock`; a pause (controls.paused) is no lack of progress."""
     conns, flags = children.conns, controls.flags
@@ -369,6 +373,7 @@ def _serve(server, children, views, controls, seq, clock, copies, timeout, progr
 
     while live:
         said = children.receive(live)
+        ctrl_c.check()
         with controls.lock:
             for k, message in said:
                 if k not in live:

@@ -26,6 +26,7 @@ import numpy as np
 from ..core.events import Pull
 from ..core.semantics import Snapshot
 from . import controls as base
+from .interrupt import raised_between_turns
 from .worker import COMPUTE, GATE, worker_loop, worker_rng
 
 KILLED = "killed by live.kill()"
@@ -174,11 +175,13 @@ def run_threads(server, problems, shards, config, clock, copies, progress=None, 
     for t in threads:
         t.start()
     try:
-        while any(t.is_alive() for t in threads):
-            for t in threads:
-                t.join(0.05)
-            if progress is not None:
-                progress(server.version)         # a read: the workers never wait for the bar
+        with raised_between_turns() as ctrl_c:
+            while any(t.is_alive() for t in threads):
+                for t in threads:
+                    t.join(0.05)
+                if progress is not None:
+                    progress(server.version)     # a read: the workers never wait for the bar
+                ctrl_c.check()
     except BaseException:                          # Ctrl-C / notebook interrupt: stop everyone
         halt.set()
         with cond:

@@ -18,6 +18,7 @@ import time
 import warnings
 
 from .. import procs
+from ..interrupt import raised_between_turns
 from ..processes import Controls as ProcessControls
 from ..processes import obey
 from . import host, proxy
@@ -165,18 +166,20 @@ def run_rpc(server, problem, shards, config, copies, offset, progress=None, cont
             children.start(_worker_main, f"asyncps-worker-{k}", k, payload, shards[k], world, offset,
                            flags, slowdown)
         controls.started(children)
-        remote, remote_copies = procs.loads(_watch(children, progress, controls))
+        with raised_between_turns() as ctrl_c:
+            remote, remote_copies = procs.loads(_watch(children, progress, controls, ctrl_c))
         _adopt(server, remote, checkpoint)
         for k, local in remote_copies.items():
             copies[k] = local
         children.ok = True
 
 
-def _watch(children, progress, controls):
+def _watch(children, progress, controls, ctrl_c):
     """Wait for the server's result; report dead workers to it; raise any error."""
     conns = children.conns
     live, finish_sent = set(range(1, len(conns))), False
     while True:
+        ctrl_c.check()
         if not live and not finish_sent:                 # every worker is done or lost
             with controls.lock:
                 conns[0].send(("finish",))
