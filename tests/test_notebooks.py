@@ -117,3 +117,14 @@ def test_no_markdown_cell_states_a_measured_number(folder):
 def test_the_measured_number_check_can_fail():
     text = "Async wins by 15× faster; the cosine is 0.9811, lr 0.05."
     assert [m.group(0) for m in MEASURED.finditer(text)] == ["15× faster", "0.9811"]
+
+
+def test_nbvals_kernels_listen_on_unix_sockets():
+    """conftest.py: nbval's kernels on Unix sockets (over TCP a port was taken between its choice
+    and the kernel's bind, and a notebook's 18 cells failed)."""
+    import os
+
+    import nbval.kernel
+
+    km = nbval.kernel.KernelManager(kernel_name="python3")
+    assert km.transport == "ipc" and os.path.isabs(km.ip), (km.transport, km.ip)
