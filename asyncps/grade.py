@@ -17,12 +17,15 @@ import os
 import re
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
 
 from .kernel_env import CHECKING, SESSION
+
+SAVE_WAIT = 2.0        # seconds a notebook read empty or half-written is read again (read_notebook)
 
 
 @dataclass
@@ -87,10 +90,20 @@ def read_notebook(notebook):
     if not notebook.is_file():
         raise NotebookNotFound(f"notebook={str(notebook)!r} is not allowed: no such file; notebook "
                                f"must be the path of an existing .ipynb file")
-    try:
-        return notebook, nbformat.read(notebook, 4)
-    except Exception as err:                                   # noqa: BLE001 - say what is wrong
-        raise ValueError(f"{notebook} is not a readable notebook: {err}") from None
+    # JupyterLab saves a notebook by truncating the file and writing it (jupyter_server's "atomic"
+    # writing keeps a copy for a failed write, not for readers): aps.check() run just after Ctrl+S
+    # can read it empty or half-written. Such a read is tried again for up to SAVE_WAIT seconds.
+    deadline = time.monotonic() + SAVE_WAIT
+    while True:
+        try:
+            return notebook, nbformat.read(notebook, 4)
+        except nbformat.reader.NotJSONError as err:
+            if time.monotonic() < deadline:
+                time.sleep(0.1)
+                continue
+            raise ValueError(f"{notebook} is not a readable notebook: {err}") from None
+        except Exception as err:                               # noqa: BLE001 - say what is wrong
+            raise ValueError(f"{notebook} is not a readable notebook: {err}") from None
 
 
 def _by_id(nb):

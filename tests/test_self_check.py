@@ -274,3 +274,28 @@ def test_a_python_that_is_not_the_projects_says_what_to_run_instead(tmp_path, ar
     assert f"has no {missing}: it is not the project's" in said
     assert f"Run `.venv/bin/python {command}` instead" in said, said
     assert f"`source .venv/bin/activate` once in this terminal and then `python {command}`" in said
+
+
+def test_a_notebook_read_while_jupyterlab_saves_it_is_read_again(tmp_path, monkeypatch):
+    """jupyter_server saves by truncating and writing the file: aps.check() run just after Ctrl+S
+    read it empty once (the newcomer's browser test, loaded). An empty or half-written notebook is
+    read again until it parses (SAVE_WAIT); one that never does says so."""
+    import threading
+    import time
+
+    path = tmp_path / "mine.ipynb"
+    whole = nbformat.writes(new_notebook(cells=[new_code_cell("x = 1")]))
+    path.write_text(whole[:len(whole) // 2])                  # half-written, as mid-save
+
+    def finish():
+        time.sleep(0.4)
+        path.write_text(whole)
+    saver = threading.Thread(target=finish)
+    saver.start()
+    _, nb = grader.read_notebook(path)
+    saver.join()
+    assert nb.cells[0].source == "x = 1"
+    monkeypatch.setattr(grader, "SAVE_WAIT", 0.3)
+    path.write_text("")
+    with pytest.raises(ValueError, match="is not a readable notebook"):
+        grader.read_notebook(path)

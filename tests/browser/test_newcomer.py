@@ -59,10 +59,19 @@ def _edit_cell(page, index, code):
     page.keyboard.press("Escape")
 
 
+def _saved(path):
+    """The notebook's code as saved, "" while JupyterLab is writing it (it truncates the file,
+    then writes: read empty once, under load)."""
+    try:
+        return "".join(c.source for c in nbformat.read(path, 4).cells)
+    except nbformat.reader.NotJSONError:
+        return ""
+
+
 def _save(page, path, code):
     page.keyboard.press("Control+s")
     deadline = time.monotonic() + 30
-    while code not in "".join(c.source for c in nbformat.read(path, 4).cells):
+    while code not in _saved(path):
         assert time.monotonic() < deadline, "Ctrl+S did not save the notebook"
         time.sleep(0.3)
 
