@@ -121,6 +121,10 @@ def test_the_install_steps_are_quiet_and_keep_the_torch_first_order(tmp_path):
     text = (ROOT / "Makefile").read_text()
     assert all("$(QUIET_PIP)" in line for line in text.splitlines() if "pip install" in line
                and not line.lstrip().startswith("#"))
+    # and the venv's two installs compile no bytecode up front (Python caches what it imports)
+    installs = [line for line in text.splitlines() if "pip install" in line and "TORCH_REQ" in line]
+    assert len(installs) == 2 and all("$(NO_COMPILE)" in line for line in installs), installs
+    assert "NO_COMPILE = --no-compile" in text
 
 
 @pytest.mark.slow
