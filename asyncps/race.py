@@ -1,7 +1,7 @@
 """`aps.race`: one instrument for every fair comparison of policies.
 
     result = aps.race(problem, {"sync": dict(policy="sync"), "async": dict(policy="async")},
-                      target=0.05, workers=4, steps=200, compute_times=[1, 1, 1, 3])
+                      target=0.01, workers=4, steps=200, batch_size=16, compute_times=[1, 1, 1, 3])
     result                  # a table: tuned lr, times on held-out seeds, paired wins
 
 A ranking is only as fair as its weakest step, so a race does each step the same way for all:
