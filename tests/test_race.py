@@ -118,11 +118,15 @@ def test_held_out_seeds_must_be_disjoint_from_the_tuning_seeds():
                  race_seeds=range(3, 8), **COMMON)
 
 
-def test_the_same_arguments_give_the_same_race(result):
+def test_the_same_arguments_give_the_same_race_and_leave_global_random_state_alone(result):
+    np.random.seed(5)
+    expected = np.random.random()
+    np.random.seed(5)
     again = aps.race(NOISY, {"sync": dict(policy="sync"), "async": dict(policy="async"),
                              "ksync": dict(policy="ksync", wait_for=3)},
                      target=TARGET, lrs=(0.01, 1.0), **SEEDS, **COMMON)
     assert again == result and again.table() == result.table()
+    assert np.random.random() == expected
 
 
 def test_each_contender_is_raced_on_the_held_out_seeds_at_its_tuned_lr(result):
