@@ -5,8 +5,8 @@ bounded) and, in Chromium from a file:// page, as it plays (marked slow: it laun
 
 Helpers for other browser checks (the lecture site's): `visible_frame(page)` is the frame number an
 animated SVG on a Playwright page shows now; `watch_frames(page, seconds)` the frames it shows over
-a few seconds. Import them with `from test_animate import visible_frame, watch_frames` (tests/ is
-on sys.path under pytest).
+a few seconds; `frames_at(page, times)` what it shows at given times of its own clock. Import them
+with `from test_animate import visible_frame, watch_frames` (tests/ is on sys.path under pytest).
 """
 import re
 import time
@@ -280,9 +280,11 @@ def visible_frame(page, nth=0, selector="svg.asyncps-animation"):
 
 
 def watch_frames(page, seconds, nth=0, every=0.1, selector="svg.asyncps-animation"):
-    """The frames the `nth` animated SVG shows over `seconds`, each once, in the order shown. A
+    """The frames the `nth` animated SVG shows over `seconds`, each once, in the order seen. A
     sample that sees no frame or two is left out: on a loaded machine one once fell on the instant
-    one frame's group hid and the next one's showed ([6, None, 7, 8, 9])."""
+    one frame's group hid and the next one's showed ([6, None, 7, 8, 9]). Samples are wall-clock:
+    on a loaded machine a frame can go by unseen ([6, 8, 9], with two busy processes beside the
+    suite), so what they show is an order, never that every frame was there (frames_at is)."""
     seen, deadline = [], time.monotonic() + seconds
     while time.monotonic() < deadline:
         frame = visible_frame(page, nth, selector)
@@ -290,6 +292,46 @@ def watch_frames(page, seconds, nth=0, every=0.1, selector="svg.asyncps-animatio
             seen.append(frame)
         time.sleep(every)
     return seen
+
+
+FRAMES_AT_JS = """([selector, nth, times]) => {
+  const svg = document.querySelectorAll(selector)[nth];
+  const animations = svg.getAnimations({subtree: true});
+  animations.forEach(a => a.pause());
+  const shown = times.map(t => {
+    animations.forEach(a => { a.currentTime = t * 1000; });
+    return [...svg.querySelectorAll('g[data-frame]')]
+      .filter(g => getComputedStyle(g).visibility === 'visible').map(g => Number(g.dataset.frame));
+  });
+  return shown;
+}"""
+
+
+def frames_at(page, times, nth=0, selector="svg.asyncps-animation"):
+    """What the `nth` animated SVG shows `times` seconds after it started, each time a list of the
+    frame numbers visible then: the browser's own animation clock, paused and set to each time
+    (the Web Animations API), so no sample can miss a frame however loaded the machine. They stay
+    paused, and no longer follow CSS (a pointer's hover): use a page of its own."""
+    return page.evaluate(FRAMES_AT_JS, [selector, nth, list(times)])
+
+
+def wait_for_play_state(page, state, nth=0, selector="svg.asyncps-animation"):
+    """Wait until every animation of the `nth` animated SVG is `state` ("running", "paused")."""
+    page.wait_for_function("""([selector, nth, state]) => {
+        const all = document.querySelectorAll(selector)[nth].getAnimations({subtree: true});
+        return all.length > 0 && all.every(a => a.playState === state); }""",
+                           arg=[selector, nth, state], timeout=30_000)
+
+
+def wait_for_another_frame(page, frame, seconds=30, nth=0, selector="svg.asyncps-animation"):
+    """The first frame other than `frame` the `nth` animated SVG shows within `seconds` (None)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        now = visible_frame(page, nth, selector)
+        if now is not None and now != frame:
+            return now
+        time.sleep(0.05)
+    return None
 
 
 @pytest.fixture
@@ -330,16 +372,27 @@ def test_the_animation_plays_from_a_file_pauses_under_the_pointer_and_holds_for_
     page.goto(url)
     assert visible_frame(page) == still                       # it opens on the still frame...
     first_image = page.locator("#img").screenshot()
-    seen = watch_frames(page, animate.HOLD + 2.2 * animate.SECONDS)
     start = numbers.index(still)
-    assert seen == (numbers[start:] + numbers[:start])[:len(seen)] and len(seen) >= 3, seen
+    cycle = numbers[start:] + numbers[:start]
+    # ...which it holds HOLD seconds, then each frame SECONDS, in order, and round again
+    at = [animate.HOLD / 2] + [animate.HOLD + (k + 0.5) * animate.SECONDS for k in range(len(cycle) - 1)]
+    at.append(at[-1] + animate.SECONDS)
+    clock = chromium.new_page()               # its own page: an animation a script paused or played
+    clock.goto(url)                           # no longer follows CSS (the pointer's pause, below)
+    assert frames_at(clock, at) == [[n] for n in cycle + [still]]
+    clock.close()
+    # ...and plays in that order in real time (a loaded machine may sample past a frame)
+    seen = watch_frames(page, animate.HOLD + 2.2 * animate.SECONDS)
+    nxt = wait_for_another_frame(page, still) if seen == [still] else seen[1]
+    assert nxt == cycle[1] or (nxt in cycle and seen == [f for f in cycle if f in seen]), (seen, nxt)
     assert page.locator("#img").screenshot() != first_image    # ...and plays as an <img> too
     page.locator("svg.asyncps-animation").first.hover()       # the pointer pauses it
-    time.sleep(0.1)
+    wait_for_play_state(page, "paused")
     paused = watch_frames(page, 1.5 * animate.SECONDS)
     assert len(paused) == 1 and paused[0] in numbers, paused
     page.mouse.move(0, 890)
-    assert len(watch_frames(page, 1.5 * animate.SECONDS)) >= 2  # and it goes on once it leaves
+    wait_for_play_state(page, "running")
+    assert wait_for_another_frame(page, paused[0]) is not None  # and it goes on once it leaves
     calm = chromium.new_page(reduced_motion="reduce")
     calm.goto(url)
     assert watch_frames(calm, 1.5 * animate.SECONDS) == [still]
