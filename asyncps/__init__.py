@@ -19,6 +19,7 @@ from .engines import ENGINES, compare, simulate, train
 from .engines import live as _live
 from .engines.live import LiveRun
 from .problems import Problem
+from .race import race
 from .core import display as _display
 from .core import hooks as _hooks
 
@@ -62,5 +63,5 @@ def __getattr__(name):
         import importlib
         return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'asyncps' has no attribute {name!r}")
-__all__ = ["simulate", "train", "compare", "load_run", "violations", "ENGINES", "Lost", "ParameterServer", "Snapshot", "Trace", "Run", "Pull", "Compute", "Push",
+__all__ = ["simulate", "train", "compare", "race", "load_run", "violations", "ENGINES", "Lost", "ParameterServer", "Snapshot", "Trace", "Run", "Pull", "Compute", "Push",
            "Wait", "Drop", "Control", "LiveRun", "Problem", "problems", "widgets", "plot", "classroom", "POLICIES", "ALL_POLICIES", "LR_SCHEDULES", "RunConfig"]

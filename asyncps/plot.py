@@ -1,4 +1,5 @@
-"""Figures with matplotlib: the loss, the staleness histogram and the timeline of a run.
+"""Figures with matplotlib: the loss, the staleness histogram and the timeline of a run, and a
+race (aps.race) with its lr search.
 
     fig, (a, b) = plt.subplots(1, 2)
     aps.plot.loss({"sync": sync, "async": asynchronous}, ax=a)
@@ -132,6 +133,57 @@ def timeline(trace_or_run, ax=None, until=None):
     _legend(ax, dropped=bool(marks["dropped"][0]))
     return ax
 
+
+
+def race(result, ax=None):
+    """A race (aps.race): per contender its race seeds' times to the target as points, first touch
+    (left, hollow) and stay (right, filled) side by side, each median a bar; seeds that never met
+    the target are counted under the contender's name."""
+    ax = _axes(ax, (1.6 + 1.4 * len(result.contenders), 3.5))
+    names = []
+    for k, c in enumerate(result.contenders):
+        color = POLICY_COLORS.get(c.name, OTHER_COLORS[k % len(OTHER_COLORS)])
+        for side, measure in ((-0.17, "first_touch"), (0.17, "stay")):
+            times = c.times(measure)
+            met = times[np.isfinite(times)]
+            xs = k + side + np.linspace(-0.06, 0.06, met.size) if met.size > 1 else [k + side] * met.size
+            ax.scatter(xs, met, s=22, edgecolors=color, zorder=3, linewidths=1.2,
+                       facecolors="none" if measure == "first_touch" else color,
+                       label=(measure.replace("_", " ") if k == 0 else None))
+            if np.isfinite(np.median(times)):
+                ax.hlines(np.median(times), k + side - 0.13, k + side + 0.13, color="#000000",
+                          linewidth=2, zorder=4)
+        never = int(np.isinf(c.times(result.measure)).sum())
+        names.append(f"{c.name}\nlr {c.lr:.3g}" + (f"\n{never} never" if never else ""))
+    ax.set_xticks(range(len(names)), names)
+    ax.set_xlim(-0.6, len(names) - 0.4)
+    ax.set_ylabel(f"time to loss ≤ {result.target:g}")
+    ax.set_title(f"{len(result.race_seeds)} held-out seeds · ranked by {result.measure.replace('_', ' ')}"
+                 " · bar: median", fontsize=10)
+    ax.legend(frameon=False, fontsize=8)
+    return ax
+
+
+def race_tuning(result, ax=None):
+    """The lr search of a race (aps.race): each contender's tuning score (median time over its
+    tuning seeds) against the lr tried, on a log lr axis; the tuned lr starred. Scores that never
+    met the target are left out."""
+    ax = _axes(ax, (6, 3.5))
+    for k, c in enumerate(result.contenders):
+        lrs, scores = np.array(c.tried).T
+        ok = np.isfinite(scores)
+        dash, mark = POLICY_STYLES.get(c.name, STYLES[k % len(STYLES)])
+        color = POLICY_COLORS.get(c.name, OTHER_COLORS[k % len(OTHER_COLORS)])
+        ax.plot(lrs[ok], scores[ok], color=color, linestyle=dash, marker=mark, markersize=4,
+                linewidth=1.4, label=c.name)
+        ax.scatter([c.lr], [dict(c.tried)[c.lr]], marker="*", s=160, color=color, zorder=4,
+                   edgecolors="#000000", linewidths=0.6)
+    ax.set_xscale("log")
+    ax.set_xlabel("lr")
+    ax.set_ylabel(f"median {result.measure.replace('_', ' ')} time (tuning seeds)")
+    ax.set_title("lr search: ★ the tuned lr", fontsize=10)
+    ax.legend(frameon=False, fontsize=8)
+    return ax
 
 def _server_row(ax, trace, end):
     """The server's versions as alternating spans, labelled v0, v1, … where there is room."""

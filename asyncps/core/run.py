@@ -44,6 +44,25 @@ class Run:
         v = self.versions_to_reach(loss)
         return None if v is None else float(self.trace.version_times()[v])
 
+    def versions_to_stay_below(self, loss):
+        """The first scored version from which every later scored version's loss is <= `loss`, or
+        None if the last scored loss is above it (or the run diverged). Versions that were not
+        scored (NaN, loss_every) are skipped: they say nothing either way."""
+        losses = np.asarray(self.losses, dtype=float)
+        scored = np.nonzero(~np.isnan(losses))[0]
+        if self.diverged or not scored.size:
+            return None
+        above = scored[losses[scored] > loss]
+        after = scored[scored > above[-1]] if above.size else scored
+        return int(after[0]) if after.size else None
+
+    def time_to_stay_below(self, loss):
+        """When the server got to `loss` for good: the earliest time after which every later scored
+        version's loss is <= `loss` (virtual time or seconds), or None if the run ended above it.
+        Never before time_to_reach(loss), which counts a run that touches `loss` and bounces back."""
+        v = self.versions_to_stay_below(loss)
+        return None if v is None else float(self.trace.version_times()[v])
+
     def save(self, path):
         """Write the run to `path` (.npz) atomically: a crash mid-save keeps the previous file."""
         save_run(self, path)
