@@ -97,12 +97,10 @@ def read_notebook(notebook):
     while True:
         try:
             return notebook, nbformat.read(notebook, 4)
-        except nbformat.reader.NotJSONError as err:
-            if time.monotonic() < deadline:
+        except Exception as err:                               # noqa: BLE001 - say what is wrong
+            if isinstance(err, nbformat.reader.NotJSONError) and time.monotonic() < deadline:
                 time.sleep(0.1)
                 continue
-            raise ValueError(f"{notebook} is not a readable notebook: {err}") from None
-        except Exception as err:                               # noqa: BLE001 - say what is wrong
             raise ValueError(f"{notebook} is not a readable notebook: {err}") from None
 
 

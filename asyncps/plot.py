@@ -39,8 +39,7 @@ def loss(run_or_runs, ax=None, label=None, by="version", of="loss"):
         xs, values = trace.curve(of, by)
         ok = np.isfinite(xs) & np.isfinite(values)
         positive &= bool((values[ok] > 0).all())
-        dash, mark = POLICY_STYLES.get(name, STYLES[k % len(STYLES)])
-        color = POLICY_COLORS.get(name, OTHER_COLORS[k % len(OTHER_COLORS)])
+        (dash, mark), color = _style(name, k)
         every = max(1, int(ok.sum()) // 12)                 # staggered: overlapping curves show
         ax.plot(xs[ok], values[ok], label=name, color=color, linewidth=1.6, linestyle=dash,
                 marker=mark, markevery=(k * every // 3 % every, every), markersize=4)
@@ -134,6 +133,11 @@ def timeline(trace_or_run, ax=None, until=None):
     return ax
 
 
+def _style(name, k):
+    """((dash, marker), colour) of the k-th curve, called `name`: a policy's own, else the k-th."""
+    return (POLICY_STYLES.get(name, STYLES[k % len(STYLES)]),
+            POLICY_COLORS.get(name, OTHER_COLORS[k % len(OTHER_COLORS)]))
+
 
 def race(result, ax=None):
     """A race (aps.race): per contender its race seeds' times to the target as points, first touch
@@ -142,7 +146,7 @@ def race(result, ax=None):
     ax = _axes(ax, (1.6 + 1.4 * len(result.contenders), 3.5))
     names = []
     for k, c in enumerate(result.contenders):
-        color = POLICY_COLORS.get(c.name, OTHER_COLORS[k % len(OTHER_COLORS)])
+        color = _style(c.name, k)[1]
         for side, measure in ((-0.17, "first_touch"), (0.17, "stay")):
             times = c.times(measure)
             met = times[np.isfinite(times)]
@@ -172,8 +176,7 @@ def race_tuning(result, ax=None):
     for k, c in enumerate(result.contenders):
         lrs, scores = np.array(c.tried).T
         ok = np.isfinite(scores)
-        dash, mark = POLICY_STYLES.get(c.name, STYLES[k % len(STYLES)])
-        color = POLICY_COLORS.get(c.name, OTHER_COLORS[k % len(OTHER_COLORS)])
+        (dash, mark), color = _style(c.name, k)
         ax.plot(lrs[ok], scores[ok], color=color, linestyle=dash, marker=mark, markersize=4,
                 linewidth=1.4, label=c.name)
         ax.scatter([c.lr], [dict(c.tried)[c.lr]], marker="*", s=160, color=color, zorder=4,
@@ -184,6 +187,7 @@ def race_tuning(result, ax=None):
     ax.set_title("lr search: ★ the tuned lr", fontsize=10)
     ax.legend(frameon=False, fontsize=8)
     return ax
+
 
 def _server_row(ax, trace, end):
     """The server's versions as alternating spans, labelled v0, v1, … where there is room."""
